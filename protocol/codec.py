@@ -1,0 +1,107 @@
+"""Frames: a 4-byte size, a header, a body. The functions the server and clients call.
+
+`peek` reads the fixed header prefix without decoding anything else, so a server can route, answer
+UNSUPPORTED_VERSION, or drop an unknown API before touching the body.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any
+
+from protocol.api import ApiKey
+from protocol.errors import DecodeError
+from protocol.headers import RequestHeader, ResponseHeader
+from protocol.messages import REQUESTS, RESPONSES
+from protocol.schema import codec, decode_from, encode_into
+
+_PREFIX = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+_CORR_V0 = struct.Struct(">ii")  # size, correlation id
+
+
+def peek(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of a request frame (without its size prefix)."""
+    if len(frame) < 8:
+        raise DecodeError("RequestHeader", None, len(frame), "frame shorter than the 8-byte header prefix")
+    return _PREFIX.unpack_from(frame, 0)
+
+
+def is_flexible(api_key: int, api_version: int) -> bool:
+    cls = REQUESTS.get(api_key)
+    return cls is not None and api_version in cls.FLEXIBLE_VERSIONS
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    return 2 if is_flexible(api_key, api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if is_flexible(api_key, api_version) else 0
+
+
+def decode_request(frame: bytes) -> tuple[RequestHeader, Any]:
+    """Header and body of a request frame; the API and version must be ones the codec declares."""
+    api_key, api_version, _ = peek(frame)
+    cls = REQUESTS.get(api_key)
+    if cls is None:
+        raise DecodeError(f"api key {api_key}", api_version, 0, "unknown API")
+    stream = io.BytesIO(frame)
+    header = decode_from_partial(RequestHeader, stream, request_header_version(api_key, api_version))
+    body = decode_from(cls, stream, api_version, len(frame))
+    return header, body
+
+
+def decode_from_partial(cls: type, stream: io.BytesIO, version: int) -> Any:
+    """Decode a header: it is followed by the body, so trailing bytes are expected."""
+    c = codec(cls, version)
+    try:
+        return c.parse(stream, None)
+    except Exception as exc:
+        raise DecodeError(cls.__name__, version, stream.tell(), str(exc) or type(exc).__name__) from None
+
+
+def encode_response(correlation_id: int, api_key: int, api_version: int, body: Any) -> bytes:
+    """A whole response frame, size prefix included."""
+    stream = io.BytesIO()
+    if response_header_version(api_key, api_version) == 0:
+        stream.write(_CORR_V0.pack(0, correlation_id))
+    else:
+        stream.write(_CORR_V0.pack(0, correlation_id))
+        stream.write(b"\x00")  # response header v1: no tagged fields
+    encode_into(body, stream, api_version)
+    data = stream.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return stream.getvalue()
+
+
+def encode_request(
+    api_key: int, api_version: int, correlation_id: int, body: Any, client_id: str | None = "groupcoord"
+) -> bytes:
+    """A whole request frame, size prefix included (used by tests, benchmarks and load generators)."""
+    stream = io.BytesIO()
+    stream.write(b"\x00\x00\x00\x00")
+    header = RequestHeader(
+        request_api_key=api_key,
+        request_api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=client_id,
+    )
+    encode_into(header, stream, request_header_version(api_key, api_version))
+    encode_into(body, stream, api_version)
+    data = stream.getbuffer()
+    _SIZE.pack_into(data, 0, len(data) - 4)
+    del data
+    return stream.getvalue()
+
+
+def decode_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, Any]:
+    """(correlation_id, body) of a response frame without its size prefix."""
+    cls = RESPONSES[api_key]
+    stream = io.BytesIO(frame)
+    header = decode_from_partial(ResponseHeader, stream, response_header_version(api_key, api_version))
+    return header.correlation_id, decode_from(cls, stream, api_version, len(frame))
