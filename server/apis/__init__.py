@@ -1,0 +1,1 @@
+"""Request handlers, one module per family of APIs. Each handler takes (ctx, request) and returns the response."""

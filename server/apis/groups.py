@@ -1,0 +1,225 @@
+"""JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups, DeleteGroups.
+
+These handlers only translate: every wire version is normalised into the state machine's request types and
+the machine's results are written back in the shape each version expects (spec §2.10, §3.6, §5.5, §7).
+The group logic itself lives in `server.coordinator`.
+
+Version-dependent shaping done here:
+- JoinGroup: ProtocolName null becomes "" up to v6, "" becomes null from v7; ProtocolType from v7; members'
+  GroupInstanceId from v5 (dropped below, being ignorable); SkipAssignment from v9.
+- SyncGroup v5: a request without ProtocolType or ProtocolName gets INCONSISTENT_GROUP_PROTOCOL (KafkaApis).
+- LeaveGroup v0-v2: the single MemberId becomes one batch entry; the answer is the top-level error, else
+  that entry's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+from protocol.messages import describe_groups as dg
+from protocol.messages import list_groups as lg
+from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from server.coordinator import types as m
+
+if TYPE_CHECKING:
+    from server.dispatch import RequestContext
+
+# READ, DELETE and DESCRIBE: everything a client may do to a group when no authorizer is configured
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+INT_MIN = -(2**31)
+
+
+def then(src: Any, convert: Any) -> Any:
+    """Apply `convert` to a value, or to the result of a future (returning a new future)."""
+    if not isinstance(src, asyncio.Future):
+        return convert(src)
+    out = asyncio.get_running_loop().create_future()
+
+    def done(f: asyncio.Future) -> None:
+        if out.done():
+            return
+        if f.cancelled():
+            out.cancel()
+        elif f.exception() is not None:
+            out.set_exception(f.exception())  # type: ignore[arg-type]
+        else:
+            out.set_result(convert(f.result()))
+
+    src.add_done_callback(done)
+    out.add_done_callback(lambda o: src.cancel() if o.cancelled() and not src.done() else None)
+    return out
+
+
+def _parked(ctx: RequestContext, group_id: str, call: Any) -> Any:
+    """Run a machine call that may park its reply: the machine answers through a future token."""
+    runtime = ctx.broker.runtime
+    token = runtime.loop.create_future()
+
+    def step(now: int) -> tuple[Any, Any]:
+        return token, call(token, now)
+
+    return runtime.call(group_id, step)
+
+
+def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
+    v = ctx.version
+    mreq = m.JoinGroupRequest(
+        version=v,
+        group_id=req.group_id,
+        session_timeout_ms=req.session_timeout_ms,
+        rebalance_timeout_ms=req.rebalance_timeout_ms,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id,
+        protocol_type=req.protocol_type,
+        protocols=tuple((p.name, p.metadata) for p in req.protocols),
+        reason=req.reason,
+        client_id=ctx.client_id,
+        client_host=ctx.client_host,
+    )
+    machine = ctx.broker.machine
+    return then(_parked(ctx, req.group_id, lambda tok, now: machine.join_group(mreq, tok, now)),
+                lambda r: join_response(r, v))
+
+
+def join_response(r: m.JoinGroupResult, v: int) -> JoinGroupResponse:
+    name = r.protocol_name
+    if v < 7:
+        name = name or ""
+    elif name == "":
+        name = None
+    return JoinGroupResponse(
+        error_code=r.error,
+        generation_id=r.generation_id,
+        protocol_type=r.protocol_type if v >= 7 else None,
+        protocol_name=name,
+        leader=r.leader,
+        skip_assignment=r.skip_assignment if v >= 9 else False,
+        member_id=r.member_id,
+        members=tuple(
+            JoinGroupResponseMember(
+                member_id=mm.member_id, group_instance_id=mm.group_instance_id if v >= 5 else None, metadata=mm.metadata
+            )
+            for mm in r.members
+        ),
+    )
+
+
+def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
+    v = ctx.version
+    if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    mreq = m.SyncGroupRequest(
+        version=v,
+        group_id=req.group_id,
+        generation_id=req.generation_id,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id,
+        protocol_type=req.protocol_type,
+        protocol_name=req.protocol_name,
+        assignments=tuple((a.member_id, a.assignment) for a in req.assignments),
+    )
+    machine = ctx.broker.machine
+    return then(_parked(ctx, req.group_id, lambda tok, now: machine.sync_group(mreq, tok, now)),
+                lambda r: sync_response(r, v))
+
+
+def sync_response(r: m.SyncGroupResult, v: int) -> SyncGroupResponse:
+    return SyncGroupResponse(
+        error_code=r.error,
+        protocol_type=r.protocol_type if v >= 5 else None,
+        protocol_name=r.protocol_name if v >= 5 else None,
+        assignment=r.assignment,
+    )
+
+
+def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
+    mreq = m.HeartbeatRequest(ctx.version, req.group_id, req.generation_id, req.member_id, req.group_instance_id)
+    machine = ctx.broker.machine
+    result = ctx.broker.runtime.call(req.group_id, lambda now: machine.heartbeat(mreq, now))
+    if isinstance(result, asyncio.Future):
+        return then(result, lambda err: HeartbeatResponse(error_code=err))
+    return HeartbeatResponse(error_code=result)
+
+
+def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
+    v = ctx.version
+    if v < 3:
+        members: tuple[m.LeaveMember, ...] = (m.LeaveMember(req.member_id, None, None),)
+    else:
+        members = tuple(m.LeaveMember(x.member_id, x.group_instance_id, x.reason) for x in req.members)
+    mreq = m.LeaveGroupRequest(v, req.group_id, members)
+    machine = ctx.broker.machine
+    result = ctx.broker.runtime.call(req.group_id, lambda now: machine.leave_group(mreq, now))
+    return then(result, lambda r: leave_response(r, v))
+
+
+def leave_response(r: m.LeaveGroupResult, v: int) -> LeaveGroupResponse:
+    if v < 3:
+        error = r.error
+        if error == ErrorCode.NONE and r.members:
+            error = r.members[0][2]
+        return LeaveGroupResponse(error_code=error)
+    return LeaveGroupResponse(
+        error_code=r.error,
+        members=tuple(MemberResponse(member_id=a, group_instance_id=b, error_code=c) for a, b, c in r.members),
+    )
+
+
+def describe_groups(ctx: RequestContext, req: dg.DescribeGroupsRequest) -> dg.DescribeGroupsResponse:
+    v = ctx.version
+    described = ctx.broker.machine.describe_groups(list(req.groups))
+    groups = []
+    for d in described:
+        ops = GROUP_AUTHORIZED_OPERATIONS if (req.include_authorized_operations and d.error == 0) else INT_MIN
+        groups.append(
+            dg.DescribedGroup(
+                error_code=d.error,
+                group_id=d.group_id,
+                group_state=d.state,
+                protocol_type=d.protocol_type,
+                protocol_data=d.protocol_data,
+                members=tuple(
+                    dg.DescribedGroupMember(
+                        member_id=x.member_id,
+                        group_instance_id=x.group_instance_id if v >= 4 else None,
+                        client_id=x.client_id,
+                        client_host=x.client_host,
+                        member_metadata=x.metadata,
+                        member_assignment=x.assignment,
+                    )
+                    for x in d.members
+                ),
+                authorized_operations=ops if v >= 3 else INT_MIN,
+            )
+        )
+    return dg.DescribeGroupsResponse(groups=tuple(groups))
+
+
+def list_groups(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroupsResponse:
+    listed = ctx.broker.machine.list_groups(list(req.states_filter), list(req.types_filter))
+    return lg.ListGroupsResponse(
+        error_code=ErrorCode.NONE,
+        groups=tuple(
+            lg.ListedGroup(group_id=x.group_id, protocol_type=x.protocol_type, group_state=x.state,
+                           group_type=x.group_type)
+            for x in listed
+        ),
+    )
+
+
+def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
+    names = list(dict.fromkeys(req.groups_names))  # de-duplicated, order kept
+    machine = ctx.broker.machine
+    result = ctx.broker.runtime.call_global(lambda now: machine.delete_groups(names, now))
+    return then(
+        result,
+        lambda pairs: DeleteGroupsResponse(
+            results=tuple(DeletableGroupResult(group_id=g, error_code=e) for g, e in pairs)
+        ),
+    )

@@ -1,0 +1,159 @@
+"""ApiVersions, Metadata, FindCoordinator, CreateTopics, DeleteTopics: what a client asks before joining.
+
+Version notes:
+- ApiVersions 0-4: the table comes from `protocol.api.SUPPORTED`; an unsupported version is answered by the
+  dispatcher (v0, UNSUPPORTED_VERSION, our range). v3+ client software name/version must match Kafka's pattern.
+- Metadata 0-12: this node is the only broker and the controller; topic ids from v10; v0 an empty topic list
+  means all topics, v1+ null means all and empty means none; auto-creation from v4 follows the request flag
+  (always requested below v4) and `--auto-create-topics-enable`.
+- FindCoordinator 0-6: every group key is ours; batched keys from v4; other key types get INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import TYPE_CHECKING
+
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.create_topics import CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+
+if TYPE_CHECKING:
+    from server.dispatch import RequestContext
+
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
+    table = ctx.broker.dispatcher.api_versions_table
+    if ctx.version >= 3 and not (
+        _SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)
+    ):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=table)
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=table)
+
+
+def _broker(ctx: RequestContext) -> MetadataResponseBroker:
+    b = ctx.broker
+    return MetadataResponseBroker(
+        node_id=b.config.node_id, host=b.config.public_host, port=b.config.public_port, rack=b.config.broker_rack
+    )
+
+
+def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+    topics = ctx.broker.topics
+    info = topics.get(name)
+    node = ctx.broker.config.node_id
+    if info is None:
+        return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    parts = tuple(
+        MetadataResponsePartition(
+            error_code=0, partition_index=p, leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,)
+        )
+        for p in range(info.partitions)
+    )
+    topic_id = info.topic_id if ctx.version >= 10 else ZERO_UUID
+    return MetadataResponseTopic(error_code=0, name=name, topic_id=topic_id, partitions=parts)
+
+
+def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    broker = ctx.broker
+    topics = broker.topics
+    wanted: list[str]
+    if req.topics is None or (ctx.version == 0 and not req.topics):
+        wanted = sorted(topics.names())
+    else:
+        wanted = []
+        for t in req.topics:
+            if t.name is None:
+                info = topics.by_id(t.topic_id)
+                if info is not None:
+                    wanted.append(info.name)
+                continue
+            wanted.append(t.name)
+        auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
+        if auto:
+            for name in wanted:
+                if topics.get(name) is None and topics.valid_name(name):
+                    topics.create(name, broker.config.num_partitions)
+    entries = []
+    for name in wanted:
+        if not topics.valid_name(name):
+            entries.append(MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name))
+        else:
+            entries.append(_topic_entry(ctx, name))
+    return MetadataResponse(
+        brokers=(_broker(ctx),),
+        cluster_id=broker.config.cluster_id,
+        controller_id=broker.config.node_id,
+        topics=tuple(entries),
+    )
+
+
+def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    cfg = ctx.broker.config
+    if req.key_type == 0:
+        error, message = ErrorCode.NONE, None
+    elif req.key_type in (1, 2):
+        kind = "transaction" if req.key_type == 1 else "share-group"
+        error, message = ErrorCode.INVALID_REQUEST, f"groupcoord coordinates consumer groups only, not {kind} keys"
+    else:
+        error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {req.key_type}"
+    ok = error == ErrorCode.NONE
+    node, host, port = (cfg.node_id, cfg.public_host, cfg.public_port) if ok else (-1, "", -1)
+    if ctx.version >= 4:
+        return FindCoordinatorResponse(
+            coordinators=tuple(
+                Coordinator(key=k, node_id=node, host=host, port=port, error_code=error, error_message=message)
+                for k in req.coordinator_keys
+            )
+        )
+    return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node, host=host, port=port)
+
+
+def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    topics = ctx.broker.topics
+    results = []
+    seen: set[str] = set()
+    for t in req.topics:
+        error, message = ErrorCode.NONE, None
+        partitions = t.num_partitions if t.num_partitions != -1 else ctx.broker.config.num_partitions
+        if t.name in seen:
+            error, message = ErrorCode.INVALID_REQUEST, "topic named twice in one request"
+        elif not topics.valid_name(t.name):
+            error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {t.name!r}"
+        elif t.replication_factor not in (1, -1):
+            error, message = ErrorCode.INVALID_REPLICATION_FACTOR, "groupcoord has one broker: replication factor 1"
+        elif t.assignments:
+            error, message = ErrorCode.INVALID_REQUEST, "manual replica assignment is not supported"
+        elif partitions < 1:
+            error, message = ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1"
+        elif topics.get(t.name) is not None:
+            error, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
+        seen.add(t.name)
+        topic_id = ZERO_UUID
+        if error == ErrorCode.NONE and not req.validate_only:
+            topic_id = topics.create(t.name, partitions).topic_id
+        ok = error == ErrorCode.NONE
+        results.append(
+            CreatableTopicResult(
+                name=t.name,
+                topic_id=topic_id,
+                error_code=error,
+                error_message=message,
+                num_partitions=partitions if ok and ctx.version >= 5 else -1,
+                replication_factor=1 if ok and ctx.version >= 5 else -1,
+                configs=() if ok and ctx.version >= 5 else None,
+            )
+        )
+    return CreateTopicsResponse(topics=tuple(results))

@@ -1,0 +1,200 @@
+"""OffsetCommit and OffsetFetch: the broker-layer checks, then the state machine (spec §6).
+
+Version notes:
+- OffsetCommit v0 and OffsetFetch v0 stored offsets in ZooKeeper; like a KRaft broker we answer every
+  partition with UNSUPPORTED_VERSION.
+- OffsetCommit: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION here, before the coordinator
+  sees the rest; the answer keeps the request's order. A commit is answered after it is durable.
+- OffsetFetch v0-v1 have no top-level error (a group error is copied into each partition), v2-v7 a top-level
+  one, v8+ one per group; CommittedLeaderEpoch from v5. Fetches run through the group's mailbox so they see
+  commits still being written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+from protocol.messages import offset_commit as oc
+from protocol.messages import offset_fetch as of
+from server.apis.groups import _parked, then
+from server.coordinator import types as m
+
+if TYPE_CHECKING:
+    from server.dispatch import RequestContext
+
+
+def _commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitResponse:
+    return oc.OffsetCommitResponse(
+        topics=tuple(
+            oc.OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    oc.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    for p in t.partitions
+                ),
+            )
+            for t in req.topics
+        )
+    )
+
+
+def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
+    v = ctx.version
+    if v == 0:
+        return _commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
+    topics = ctx.broker.topics
+    errors: dict[tuple[str, int], int] = {}
+    accepted: list[tuple[str, tuple[m.CommitPartition, ...]]] = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            if not topics.has_partition(t.name, p.partition_index):
+                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                parts.append(
+                    m.CommitPartition(
+                        partition=p.partition_index,
+                        offset=p.committed_offset,
+                        leader_epoch=p.committed_leader_epoch,
+                        commit_timestamp=p.commit_timestamp,
+                        metadata=p.committed_metadata,
+                    )
+                )
+        if parts:
+            accepted.append((t.name, tuple(parts)))
+
+    def respond(result: m.OffsetCommitResult | None) -> oc.OffsetCommitResponse:
+        if result is not None:
+            for topic, parts in result.topics:
+                for partition, error in parts:
+                    errors[(topic, partition)] = error
+        return oc.OffsetCommitResponse(
+            topics=tuple(
+                oc.OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        oc.OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=errors.get((t.name, p.partition_index), 0)
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in req.topics
+            )
+        )
+
+    if not accepted:
+        return respond(None)
+    mreq = m.OffsetCommitRequest(
+        version=v,
+        group_id=req.group_id,
+        generation_id=req.generation_id_or_member_epoch,
+        member_id=req.member_id,
+        group_instance_id=req.group_instance_id,
+        retention_time_ms=req.retention_time_ms,
+        topics=tuple(accepted),
+    )
+    machine = ctx.broker.machine
+    return then(_parked(ctx, req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now)), respond)
+
+
+def _fetch_one(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> Any:
+    mreq = m.OffsetFetchRequest(ctx.version, group_id, topics, require_stable)
+    machine = ctx.broker.machine
+    return ctx.broker.runtime.call(group_id, lambda now: (machine.fetch_offsets(mreq, now), None))
+
+
+def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
+    v = ctx.version
+    if v >= 8:
+        results = [
+            _fetch_one(
+                ctx,
+                g.group_id,
+                None if g.topics is None else tuple((t.name, t.partition_indexes) for t in g.topics),
+                req.require_stable,
+            )
+            for g in req.groups
+        ]
+        ids = [g.group_id for g in req.groups]
+
+        def build(done: list[m.OffsetFetchResult]) -> of.OffsetFetchResponse:
+            return of.OffsetFetchResponse(
+                groups=tuple(
+                    of.OffsetFetchResponseGroup(
+                        group_id=gid,
+                        error_code=r.error,
+                        topics=tuple(
+                            of.OffsetFetchResponseTopics(
+                                name=topic,
+                                partitions=tuple(
+                                    of.OffsetFetchResponsePartitions(
+                                        partition_index=p.partition,
+                                        committed_offset=p.offset,
+                                        committed_leader_epoch=p.leader_epoch,
+                                        metadata=p.metadata,
+                                        error_code=p.error,
+                                    )
+                                    for p in parts
+                                ),
+                            )
+                            for topic, parts in r.topics
+                        ),
+                    )
+                    for gid, r in zip(ids, done, strict=True)
+                )
+            )
+
+        if any(isinstance(r, asyncio.Future) for r in results):
+            return then(asyncio.ensure_future(_gather(results)), build)
+        return build(results)
+
+    if v == 0:
+        topics = req.topics or ()
+        return of.OffsetFetchResponse(
+            topics=tuple(
+                of.OffsetFetchResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        of.OffsetFetchResponsePartition(
+                            partition_index=p, committed_offset=-1, metadata="",
+                            error_code=ErrorCode.UNSUPPORTED_VERSION,
+                        )
+                        for p in t.partition_indexes
+                    ),
+                )
+                for t in topics
+            )
+        )
+    wanted = None if req.topics is None else tuple((t.name, t.partition_indexes) for t in req.topics)
+    result = _fetch_one(ctx, req.group_id, wanted, req.require_stable)
+
+    def build_one(r: m.OffsetFetchResult) -> of.OffsetFetchResponse:
+        copy_error = v < 2 and r.error != 0
+        return of.OffsetFetchResponse(
+            error_code=r.error if v >= 2 else 0,
+            topics=tuple(
+                of.OffsetFetchResponseTopic(
+                    name=topic,
+                    partitions=tuple(
+                        of.OffsetFetchResponsePartition(
+                            partition_index=p.partition,
+                            committed_offset=-1 if copy_error else p.offset,
+                            committed_leader_epoch=p.leader_epoch if v >= 5 else -1,
+                            metadata=p.metadata,
+                            error_code=r.error if copy_error else p.error,
+                        )
+                        for p in parts
+                    ),
+                )
+                for topic, parts in r.topics
+            ),
+        )
+
+    return then(result, build_one)
+
+
+async def _gather(items: list[Any]) -> list[Any]:
+    return [await x if isinstance(x, asyncio.Future) else x for x in items]

@@ -1,0 +1,148 @@
+"""The server process: wires storage, the state machine, its runtime, topics and the network together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from protocol.api import ApiKey
+from server.apis import groups, meta, offsets
+from server.config import ServerConfig
+from server.coordinator.machine import GroupStateMachine
+from server.coordinator.records import Record
+from server.dispatch import Dispatcher
+from server.journal import Journal
+from server.network import Connection
+from server.runtime import GroupRuntime
+from server.timers import wall_ms
+from server.topics import TopicRegistry
+
+log = structlog.get_logger("groupcoord.server")
+
+HANDLERS = {
+    ApiKey.API_VERSIONS: meta.api_versions,
+    ApiKey.METADATA: meta.metadata,
+    ApiKey.FIND_COORDINATOR: meta.find_coordinator,
+    ApiKey.CREATE_TOPICS: meta.create_topics,
+    ApiKey.JOIN_GROUP: groups.join_group,
+    ApiKey.SYNC_GROUP: groups.sync_group,
+    ApiKey.HEARTBEAT: groups.heartbeat,
+    ApiKey.LEAVE_GROUP: groups.leave_group,
+    ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
+    ApiKey.LIST_GROUPS: groups.list_groups,
+    ApiKey.DELETE_GROUPS: groups.delete_groups,
+    ApiKey.OFFSET_COMMIT: offsets.offset_commit,
+    ApiKey.OFFSET_FETCH: offsets.offset_fetch,
+}
+
+
+class InstantStore:
+    """Coordinator state kept in memory only; writes complete synchronously."""
+
+    synchronous = True
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple, Record] = {}
+
+    async def open(self) -> None:
+        return None
+
+    async def load(self) -> list[Record]:
+        return list(self.rows.values())
+
+    def write_now(self, records: Sequence[Record]) -> None:
+        for rec in records:
+            if rec.value is None:
+                self.rows.pop(rec.key, None)
+            else:
+                self.rows[rec.key] = rec
+
+    async def write(self, records: Sequence[Record]) -> None:
+        self.write_now(records)
+
+    async def close(self) -> None:
+        return None
+
+
+class Broker:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.store: Any = None
+        self.machine: GroupStateMachine | None = None
+        self.runtime: GroupRuntime | None = None
+        self.topics: Any = None
+        self.dispatcher = Dispatcher(self, HANDLERS)
+        self.journal: Journal | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._cleanup: asyncio.TimerHandle | None = None
+
+    async def start(self) -> None:
+        cfg = self.config
+        self.loop = asyncio.get_running_loop()
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = InstantStore()
+        await self.store.open()
+        self.topics = TopicRegistry()
+        for name, partitions in cfg.topics:
+            if self.topics.get(name) is None:
+                self.topics.create(name, partitions)
+        self.journal = Journal(cfg.data_dir / "journal" if cfg.journal else None, cfg.journal_max_bytes)
+        self.journal.open(wall_ms())
+        self.machine = GroupStateMachine(cfg.coordinator())
+        self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
+        records = await self.store.load()
+        for rec in records:
+            self.machine.replay(rec)
+        effects = self.machine.finish_load(wall_ms())
+        if effects:
+            self.runtime._apply(None, effects)
+        self._schedule_cleanup()
+        self._server = await self.loop.create_server(
+            lambda: Connection(self.dispatcher, cfg.socket_request_max_bytes),
+            cfg.host,
+            cfg.port,
+            reuse_address=True,
+        )
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.sockets[0].getsockname()[1]
+
+    def _schedule_cleanup(self) -> None:
+        assert self.loop is not None
+        self._cleanup = self.loop.call_later(self.config.offsets_retention_check_interval_ms / 1000, self._run_cleanup)
+
+    def _run_cleanup(self) -> None:
+        assert self.runtime is not None and self.machine is not None
+        machine = self.machine
+        try:
+            self.runtime.call_global(lambda now: (None, machine.cleanup_expired_offsets(now)))
+        except Exception:
+            log.exception("offset expiry failed")
+        self._schedule_cleanup()
+
+    async def stop(self) -> None:
+        """Stop accepting, cancel parked requests, let writes finish, flush the journal and storage."""
+        if self._server is not None:
+            self._server.close()
+        if self._cleanup is not None:
+            self._cleanup.cancel()
+        for conn in list(self.dispatcher.connections):
+            if conn.transport is not None:
+                conn.transport.close()
+        if self.runtime is not None:
+            await self.runtime.quiesce()
+            self.runtime.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+        if self.journal is not None:
+            await self.journal.close()
+        if self.store is not None:
+            await self.store.close()

@@ -1,0 +1,91 @@
+"""`groupcoord`: serve the coordinator, or turn its journal into a report."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from server.config import add_serve_arguments, config_from_args
+
+DESCRIPTION = """\
+groupcoord is a Kafka-protocol consumer-group coordinator. Point Kafka clients' bootstrap servers at it:
+they find it as their group coordinator, join groups, get partitions from their own assignors, commit
+offsets, and rebalance as they would against Apache Kafka.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="groupcoord", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = sub.add_parser(
+        "serve",
+        help="run the coordinator",
+        description="Run the coordinator. Every option can also be set with the GROUPCOORD_* variable shown.",
+    )
+    add_serve_arguments(serve)
+    report = sub.add_parser("report", help="turn the event journal into rebalance tables and an HTML report (PySpark)")
+    try:
+        from pipeline.cli import add_report_arguments
+    except ImportError:
+        add_report_arguments = None
+    if add_report_arguments is not None:
+        add_report_arguments(report)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return serve_main(args)
+    if args.command == "report":
+        from pipeline.cli import run_report
+
+        return run_report(args)
+    parser.print_help()
+    return 2
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    from server.logs import configure
+
+    configure(config.log_format, config.log_level)
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+    runner = uvloop.run if uvloop is not None else asyncio.run
+    return runner(_serve(config))
+
+
+async def _serve(config) -> int:  # type: ignore[no-untyped-def]
+    import structlog
+
+    from server.broker import Broker
+
+    log = structlog.get_logger("groupcoord.server")
+    broker = Broker(config)
+    try:
+        await broker.start()
+    except OSError as exc:
+        print(f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr)
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    where = "memory (not durable)" if config.storage == "memory" else str(config.data_dir.resolve())
+    print(
+        f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
+        f"{config.public_host}:{config.public_port}); data in {where}",
+        file=sys.stderr,
+        flush=True,
+    )
+    log.info("started", host=config.host, port=broker.port, data_dir=where)
+    await stop.wait()
+    log.info("stopping")
+    await broker.stop()
+    print("groupcoord stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

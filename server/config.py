@@ -1,0 +1,184 @@
+"""Server configuration: Kafka's config names, as flags and as GROUPCOORD_* environment variables.
+
+Every option `--foo-bar` (Kafka's `foo.bar`) can also come from `GROUPCOORD_FOO_BAR`; a flag beats the
+environment, the environment beats the default. Defaults are Kafka's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from server.coordinator.types import CoordinatorConfig
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    node_id: int = 0
+    broker_rack: str | None = None
+    cluster_id: str = "groupcoord-cluster"
+    data_dir: Path = Path("./data")
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_max_size: int = 2**31 - 1
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+    socket_request_max_bytes: int = 104857600
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    topics: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    storage: str = "disk"
+    log_flush: str = "acks-all"
+    journal: bool = True
+    journal_max_bytes: int = 64 * 1024 * 1024
+    log_format: str = "console"
+    log_level: str = "info"
+
+    @property
+    def public_host(self) -> str:
+        return self.advertised_host or self.host
+
+    @property
+    def public_port(self) -> int:
+        return self.advertised_port or self.port
+
+    def coordinator(self) -> CoordinatorConfig:
+        return CoordinatorConfig(
+            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms=self.group_min_session_timeout_ms,
+            max_session_timeout_ms=self.group_max_session_timeout_ms,
+            max_size=self.group_max_size,
+            offsets_retention_ms=self.offsets_retention_minutes * 60_000,
+            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+        )
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _topic(text: str) -> tuple[str, int]:
+    name, _, parts = text.rpartition(":")
+    if not name:
+        return text, 0
+    try:
+        return name, int(parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME:PARTITIONS, got {text!r}") from None
+
+
+# (flag, type, help); the dest and env var are derived from the flag
+_OPTIONS: list[tuple[str, object, str]] = [
+    ("--host", str, "address to listen on (default 127.0.0.1)"),
+    ("--port", int, "port to listen on (default 9092)"),
+    ("--advertised-host", str, "host clients are told to connect to (default: --host)"),
+    ("--advertised-port", int, "port clients are told to connect to (default: --port)"),
+    ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
+    ("--broker-rack", str, "rack id advertised for this broker in Metadata (Kafka's broker.rack; default none)"),
+    ("--cluster-id", str, "cluster id returned in Metadata (default groupcoord-cluster)"),
+    ("--data-dir", Path, "where offsets, group metadata, topic logs and the event journal live (default ./data)"),
+    (
+        "--group-initial-rebalance-delay-ms",
+        int,
+        "how long the first rebalance of an Empty group waits for more members (default 3000)",
+    ),
+    ("--group-min-session-timeout-ms", int, "smallest session timeout a member may ask for (default 6000)"),
+    ("--group-max-session-timeout-ms", int, "largest session timeout a member may ask for (default 1800000)"),
+    ("--group-max-size", int, "most members a group may have (default unlimited: 2147483647)"),
+    ("--offsets-retention-minutes", int, "how long offsets of an empty group are kept (default 10080 = 7 days)"),
+    ("--offsets-retention-check-interval-ms", int, "how often expired offsets are removed (default 600000)"),
+    ("--offset-metadata-max-bytes", int, "longest metadata string allowed with a committed offset (default 4096)"),
+    ("--socket-request-max-bytes", int, "largest request frame accepted; larger closes the connection (default 104857600)"),
+    ("--auto-create-topics-enable", _bool, "create unknown topics named in Metadata requests (default true)"),
+    ("--num-partitions", int, "partitions of auto-created topics (default 1)"),
+    ("--storage", str, "disk (durable, the default) or memory (nothing survives a restart)"),
+    (
+        "--log-flush",
+        str,
+        "acks-all (default: fsync before acknowledging acks=all writes and commits) or never (leave it to the OS)",
+    ),
+    ("--journal", _bool, "write the group event journal under <data-dir>/journal (default true)"),
+    ("--journal-max-bytes", int, "rotate journal files at this size (default 67108864)"),
+    ("--log-format", str, "console (default) or json"),
+    ("--log-level", str, "debug, info (default), warning or error"),
+]
+
+
+def env_name(flag: str) -> str:
+    return "GROUPCOORD_" + flag.lstrip("-").replace("-", "_").upper()
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    for flag, typ, text in _OPTIONS:
+        parser.add_argument(flag, type=typ, default=None, help=f"{text} [env {env_name(flag)}]")  # type: ignore[arg-type]
+    parser.add_argument(
+        "--topic",
+        dest="topics",
+        action="append",
+        type=_topic,
+        default=None,
+        metavar="NAME:PARTITIONS",
+        help="create this topic at start if missing; repeatable [env GROUPCOORD_TOPIC, comma-separated]",
+    )
+
+
+def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> ServerConfig:
+    """Flags, then GROUPCOORD_* variables, then Kafka's defaults."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for flag, typ, _ in _OPTIONS:
+        dest = flag.lstrip("-").replace("-", "_")
+        value = getattr(args, dest, None)
+        if value is None and env_name(flag) in env:
+            try:
+                value = typ(env[env_name(flag)])  # type: ignore[operator]
+            except (ValueError, argparse.ArgumentTypeError) as exc:
+                raise SystemExit(f"groupcoord: bad value for {env_name(flag)}: {exc}") from None
+        if value is not None:
+            values[dest] = value
+    topics = getattr(args, "topics", None)
+    if topics is None and env.get("GROUPCOORD_TOPIC"):
+        topics = [_topic(t) for t in env["GROUPCOORD_TOPIC"].split(",") if t.strip()]
+    if topics:
+        values["topics"] = tuple(topics)
+    cfg = ServerConfig(**values)  # type: ignore[arg-type]
+    _validate(cfg)
+    return cfg
+
+
+def _validate(cfg: ServerConfig) -> None:
+    problems = []
+    if cfg.storage not in ("disk", "memory"):
+        problems.append("--storage must be disk or memory")
+    if cfg.log_flush not in ("acks-all", "never"):
+        problems.append("--log-flush must be acks-all or never")
+    if cfg.log_format not in ("console", "json"):
+        problems.append("--log-format must be console or json")
+    if cfg.log_level.lower() not in ("debug", "info", "warning", "error"):
+        problems.append("--log-level must be debug, info, warning or error")
+    if cfg.group_min_session_timeout_ms > cfg.group_max_session_timeout_ms:
+        problems.append("--group-min-session-timeout-ms exceeds --group-max-session-timeout-ms")
+    if cfg.group_max_size < 1:
+        problems.append("--group-max-size must be at least 1")
+    if cfg.offsets_retention_minutes < 1:
+        problems.append("--offsets-retention-minutes must be at least 1")
+    if cfg.num_partitions < 1:
+        problems.append("--num-partitions must be at least 1")
+    for name, parts in cfg.topics:
+        if parts < 1:
+            problems.append(f"--topic {name}: give NAME:PARTITIONS with PARTITIONS >= 1")
+    if problems:
+        raise SystemExit("groupcoord: " + "; ".join(problems))

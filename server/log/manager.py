@@ -1,0 +1,496 @@
+"""LogManager: the data-plane engine the Produce/Fetch/ListOffsets/CreateTopics handlers call.
+
+It owns the topic registry, one `PartitionLog` per partition, producer-id allocation, the fetch waiters
+and the flusher that implements the flush policy:
+
+* ``"always"`` (default): an acks=all (-1) append is acknowledged only after its bytes are fsynced. Appends
+  arriving while an fsync runs are fsynced together by the next one (group commit), in a worker thread, so
+  the event loop never blocks on the disk. acks=0/1 appends do not wait; the flusher fsyncs them within
+  ``background_flush_ms`` (1 s) or with the next acks=all group commit.
+* an int / ``"interval:<ms>"``: fsync dirty partitions every <ms>; no append waits for it.
+* ``"never"``: no fsync while running (the OS writes back when it likes, like Kafka's defaults); files are
+  fsynced at clean close. A machine crash can lose acknowledged writes.
+* ``storage="memory"``: nothing touches the disk and nothing survives the process: NOT durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from protocol.errors import ErrorCode
+from server.log.errors import LogError
+from server.log.partition import (
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_MAX_BATCH_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+    PartitionLog,
+)
+from server.log.producer_ids import ProducerIdAllocator
+from server.log.topics import (
+    TopicInfo,
+    collision_key,
+    load_registry,
+    new_topic_id,
+    save_registry,
+    validate_topic_name,
+)
+
+log = logging.getLogger(__name__)
+
+FSYNC_THREADS = 8
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+
+class AppendResult(NamedTuple):
+    error: ErrorCode
+    base_offset: int  # -1 on error (and for an empty records blob)
+    log_start_offset: int
+    log_append_time_ms: int = -1  # CreateTime topics only: always -1
+    error_message: str | None = None
+
+
+class ReadResult(NamedTuple):
+    error: ErrorCode
+    records: bytes
+    high_watermark: int
+    last_stable_offset: int  # == high watermark: no transactions
+    log_start_offset: int
+
+
+class OffsetResult(NamedTuple):
+    error: ErrorCode
+    offset: int
+    timestamp: int
+
+
+class FlushPolicy(NamedTuple):
+    kind: Literal["always", "never", "interval"]
+    interval_ms: int = 0
+
+    @classmethod
+    def parse(cls, value: str | int) -> FlushPolicy:
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            ms = int(value)
+            if ms <= 0:
+                raise ValueError("flush interval must be > 0 ms")
+            return cls("interval", ms)
+        if value in ("always", "never"):
+            return cls(value)  # type: ignore[arg-type]
+        if value.startswith("interval:") and value[9:].isdigit() and int(value[9:]) > 0:
+            return cls("interval", int(value[9:]))
+        raise ValueError(f"unknown flush policy {value!r}: use always, never or interval:<ms>")
+
+
+class LogManager:
+    """Topics, partitions and the flush policy. Create, `await open()`, use, `await close()`."""
+
+    def __init__(
+        self,
+        data_dir: Path | None,
+        storage: Literal["disk", "memory"] = "disk",
+        flush: str | int = "always",
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        background_flush_ms: int = 1000,
+    ) -> None:
+        if storage not in ("disk", "memory"):
+            raise ValueError(f"storage must be 'disk' or 'memory', not {storage!r}")
+        if storage == "disk" and data_dir is None:
+            raise ValueError("disk storage needs a data_dir")
+        self.storage = storage
+        self.root: Path | None = Path(data_dir) / "topics" if storage == "disk" and data_dir else None
+        self.policy = FlushPolicy.parse(flush)
+        self.background_flush_ms = background_flush_ms
+        self._log_options = {
+            "segment_bytes": segment_bytes,
+            "index_interval_bytes": index_interval_bytes,
+            "max_batch_bytes": max_batch_bytes,
+        }
+        self._topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._registry_lock = asyncio.Lock()
+        self._producer_ids = ProducerIdAllocator(self.root / "producer_ids.json" if self.root else None)
+        # flusher state
+        self._dirty: set[PartitionLog] = set()
+        self._flush_waiters: list[tuple[PartitionLog, int, asyncio.Future[ErrorCode]]] = []
+        self._wakeup = asyncio.Event()
+        self._flush_lock = asyncio.Lock()
+        self._flusher: asyncio.Task[None] | None = None
+        self._data_waiters: dict[PartitionLog, set[asyncio.Future[None]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self.fsyncs = 0  # group commits performed (for tests and the bench)
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Load the registry and recover every partition (in a thread: recovery reads and CRCs files)."""
+        if self.root is not None:
+            await asyncio.to_thread(self._open_disk)
+        if self.storage == "disk":
+            self._pool = ThreadPoolExecutor(max_workers=FSYNC_THREADS, thread_name_prefix="log-fsync")
+            self._flusher = asyncio.create_task(self._flush_loop(), name="log-flusher")
+
+    def _open_disk(self) -> None:
+        assert self.root is not None
+        self.root.mkdir(parents=True, exist_ok=True)
+        for leftover in self.root.glob("*-delete"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        self._topics = load_registry(self.root / "topics.json")
+        self._by_id = {t.topic_id: t for t in self._topics.values()}
+        self._producer_ids.load()
+        for t in self._topics.values():
+            for p in range(t.partitions):
+                self._logs[(t.name, p)] = self._open_partition(t.name, p)
+
+    def _open_partition(self, topic: str, partition: int) -> PartitionLog:
+        directory = self.root / f"{topic}-{partition}" if self.root is not None else None
+        return PartitionLog.open(topic, partition, directory, **self._log_options)
+
+    async def close(self) -> None:
+        """Fsync everything (whatever the policy), write producer snapshots, close files."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        if self.storage == "disk":
+            for p in self._logs.values():
+                p.pending_snapshot = p.producers.snapshot(p.next_offset)
+                self._dirty.add(p)
+            await self._flush_once(fsync=True)
+        for fut in [f for _, _, f in self._flush_waiters]:
+            if not fut.done():
+                fut.set_result(ErrorCode.KAFKA_STORAGE_ERROR)
+        for p in self._logs.values():
+            self._wake(p)
+            p.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    # -- topics ------------------------------------------------------------------------------------
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def validate_new_topic(self, name: str, partitions: int) -> None:
+        """The checks of `create_topic` without creating (CreateTopics validateOnly)."""
+        validate_topic_name(name)
+        if name in self._topics:
+            raise LogError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        key = collision_key(name)
+        for other in self._topics:
+            if collision_key(other) == key:
+                raise LogError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"topic {name!r} collides with existing topic {other!r}",
+                )
+        if partitions < 1:
+            raise LogError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
+
+    async def create_topic(self, name: str, partitions: int) -> uuid.UUID:
+        """Create a topic and its partitions; the registry is durable before this returns."""
+        async with self._registry_lock:
+            self.validate_new_topic(name, partitions)
+            info = TopicInfo(name, new_topic_id(), partitions)
+            logs = await self._run(lambda: [self._open_partition(name, p) for p in range(partitions)])
+            new = {**self._topics, name: info}
+            await self._save(new)
+            self._topics = new
+            self._by_id[info.topic_id] = info
+            for p, plog in enumerate(logs):
+                self._logs[(name, p)] = plog
+            return info.topic_id
+
+    async def create_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to `total` partitions (CreatePartitions); shrinking is INVALID_PARTITIONS."""
+        async with self._registry_lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            if total <= info.partitions:
+                raise LogError(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"topic {name!r} has {info.partitions} partitions; new count must be larger",
+                )
+            logs = await self._run(
+                lambda: [self._open_partition(name, p) for p in range(info.partitions, total)]
+            )
+            new_info = TopicInfo(name, info.topic_id, total)
+            new = {**self._topics, name: new_info}
+            await self._save(new)
+            self._topics = new
+            self._by_id[info.topic_id] = new_info
+            for i, plog in enumerate(logs):
+                self._logs[(name, info.partitions + i)] = plog
+
+    async def delete_topic(self, name: str) -> None:
+        """Forget a topic (durably) and remove its files; waiters on its partitions are woken."""
+        async with self._registry_lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            new = {k: v for k, v in self._topics.items() if k != name}
+            await self._save(new)
+            self._topics = new
+            self._by_id.pop(info.topic_id, None)
+            logs = [self._logs.pop((name, p)) for p in range(info.partitions) if (name, p) in self._logs]
+            async with self._flush_lock:  # no fsync may run on these files while they close
+                for plog in logs:
+                    self._dirty.discard(plog)
+                    while plog.busy:
+                        await asyncio.sleep(0.005)
+                    plog.close()
+                    self._wake(plog)
+                self._fail_waiters(logs, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if self.root is not None:
+                dirs = [plog.directory for plog in logs if plog.directory is not None]
+                await asyncio.to_thread(self._remove_dirs, dirs, info.topic_id.hex)
+
+    @staticmethod
+    def _remove_dirs(dirs: list[Path], tag: str) -> None:
+        for d in dirs:
+            if d.exists():
+                doomed = d.with_name(f"{d.name}.{tag}-delete")
+                d.rename(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+
+    async def _save(self, topics: dict[str, TopicInfo]) -> None:
+        if self.root is not None:
+            await asyncio.to_thread(save_registry, self.root / "topics.json", topics)
+
+    async def _run(self, fn):  # type: ignore[no-untyped-def]
+        """Disk work in a thread; memory work inline (it is instant)."""
+        return await asyncio.to_thread(fn) if self.root is not None else fn()
+
+    # -- producer ids ------------------------------------------------------------------------------
+    async def init_producer_id(self) -> tuple[int, int]:
+        """(producer id, epoch 0) for a non-transactional InitProducerId: a fresh id, as Kafka does."""
+        return await self._producer_ids.allocate(), 0
+
+    # -- data plane --------------------------------------------------------------------------------
+    async def append(
+        self, topic: str, partition: int, records: bytes | bytearray | memoryview, acks: int
+    ) -> AppendResult:
+        """Validate, dedupe and append one partition's Produce data; waits for fsync per the flush policy.
+
+        A duplicate of one of the producer's last five batches is answered with its original base offset
+        and not appended. With acks=all under "always", the result is returned after the fsync.
+        """
+        if acks not in (0, 1, -1):
+            return AppendResult(ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, error_message=f"acks={acks}")
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+        if len(records) == 0:
+            return AppendResult(ErrorCode.NONE, -1, plog.log_start_offset)
+        try:
+            base, duplicate = plog.append(records)
+        except LogError as e:
+            return AppendResult(e.code, -1, plog.log_start_offset, error_message=e.message)
+        if not duplicate:
+            self._wake(plog)
+            if self.storage == "disk":
+                self._dirty.add(plog)
+        if acks == -1 and self.policy.kind == "always" and self.storage == "disk":
+            # duplicates wait too: the original might not be durable yet
+            target = base + 1
+            if plog.durable_offset < target:
+                fut: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+                self._flush_waiters.append((plog, target, fut))
+                self._wakeup.set()
+                err = await fut
+                if err != ErrorCode.NONE:
+                    return AppendResult(err, -1, plog.log_start_offset, error_message=plog.offline_reason)
+        return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
+
+    def read(
+        self, topic: str, partition: int, offset: int, max_bytes: int, *, min_one: bool = True
+    ) -> ReadResult:
+        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`)."""
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            return ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, b"", -1, -1, -1)
+        hw = plog.high_watermark
+        try:
+            data = plog.read(offset, max_bytes, min_one=min_one)
+        except LogError as e:
+            return ReadResult(e.code, b"", hw, hw, plog.log_start_offset)
+        return ReadResult(ErrorCode.NONE, data, hw, hw, plog.log_start_offset)
+
+    async def list_offsets(self, topic: str, partition: int, timestamp: int) -> OffsetResult:
+        """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, -4 earliest local, else by timestamp.
+
+        Not found (no record at or after the timestamp) is offset -1, timestamp -1, as Kafka answers.
+        """
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            return OffsetResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetResult(ErrorCode.NONE, plog.log_end_offset, -1)
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return OffsetResult(ErrorCode.NONE, plog.log_start_offset, -1)
+        if timestamp == MAX_TIMESTAMP:
+            found = await self._scan(plog, plog.max_timestamp_offset)
+        elif timestamp >= 0:
+            found = await self._scan(plog, plog.offset_for_timestamp, timestamp)
+        else:
+            return OffsetResult(ErrorCode.INVALID_REQUEST, -1, -1)
+        if found is None:
+            return OffsetResult(ErrorCode.NONE, -1, -1)
+        return OffsetResult(ErrorCode.NONE, found[0], found[1])
+
+    async def _scan(self, plog: PartitionLog, fn, *args):  # type: ignore[no-untyped-def]
+        """Run a header scan of `plog` in a thread, keeping its files open meanwhile."""
+        if self.root is None:
+            return fn(*args)
+        plog.busy += 1
+        try:
+            return await asyncio.to_thread(fn, *args)
+        finally:
+            plog.busy -= 1
+
+    async def wait_for_data(self, partitions: Iterable[tuple[str, int]], timeout: float) -> bool:
+        """Long-poll helper for Fetch: True as soon as any of `partitions` gets an append (or is deleted),
+        False after `timeout` seconds. The caller re-reads afterwards."""
+        logs = [plog for key in partitions if (plog := self._logs.get(key)) is not None]
+        if not logs or timeout <= 0:
+            return False
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for plog in logs:
+            self._data_waiters.setdefault(plog, set()).add(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            for plog in logs:
+                waiters = self._data_waiters.get(plog)
+                if waiters is not None:
+                    waiters.discard(fut)
+                    if not waiters:
+                        del self._data_waiters[plog]
+
+    def _wake(self, plog: PartitionLog) -> None:
+        waiters = self._data_waiters.pop(plog, None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    # -- flushing ----------------------------------------------------------------------------------
+    async def flush(self) -> None:
+        """Fsync every dirty partition now (tests, benchmarks, shutdown paths)."""
+        await self._flush_once(fsync=True)
+
+    async def _flush_loop(self) -> None:
+        kind = self.policy.kind
+        period = (self.policy.interval_ms if kind == "interval" else self.background_flush_ms) / 1000
+        while True:
+            if kind == "always":
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), period)
+                self._wakeup.clear()
+            else:
+                await asyncio.sleep(period)
+            try:
+                # "never" still writes producer snapshots of rolled segments, without fsyncing the logs
+                await self._flush_once(fsync=kind != "never")
+                # acks=all appends that arrived during that fsync share the next one
+                while self._flush_waiters:
+                    await self._flush_once(fsync=True)
+            except Exception:  # never let the flusher die: waiters would hang forever
+                log.exception("flush failed")
+
+    async def _flush_once(self, *, fsync: bool) -> None:
+        async with self._flush_lock:
+            logs = list(self._dirty) if fsync else [p for p in self._dirty if p.pending_snapshot]
+            work = []
+            for plog in logs:
+                if fsync:
+                    self._dirty.discard(plog)
+                    segs, target = plog.begin_flush()
+                else:
+                    segs, target = [], -1
+                snap, plog.pending_snapshot = plog.pending_snapshot, None
+                work.append((plog, segs, target, snap))
+            if work:
+                # one fsync per file, all in parallel: the filesystem folds concurrent fsyncs into one
+                # journal commit (on ext4 8 parallel fsyncs cost ~2 sequential ones)
+                loop = asyncio.get_running_loop()
+                results = await asyncio.gather(
+                    *(loop.run_in_executor(self._pool, _sync_one, w) for w in work)
+                )
+                errors = {w[0]: e for w, e in zip(work, results, strict=True) if e is not None}
+                if fsync:
+                    self.fsyncs += 1
+                for plog, _, target, _ in work:
+                    if plog in errors:
+                        plog.offline_reason = f"fsync failed: {errors[plog]}"
+                        log.error("%s-%d: %s", plog.topic, plog.partition, plog.offline_reason)
+                    elif target > plog.durable_offset:
+                        plog.durable_offset = target
+            self._resolve_waiters()
+
+    def _resolve_waiters(self) -> None:
+        pending = []
+        for plog, target, fut in self._flush_waiters:
+            if fut.done():
+                continue
+            if plog.offline_reason is not None:
+                fut.set_result(ErrorCode.KAFKA_STORAGE_ERROR)
+            elif plog.durable_offset >= target:
+                fut.set_result(ErrorCode.NONE)
+            else:
+                pending.append((plog, target, fut))
+                self._dirty.add(plog)  # appended before a concurrent roll/flush; make sure it is picked up
+        self._flush_waiters = pending
+
+    def _fail_waiters(self, logs: list[PartitionLog], code: ErrorCode) -> None:
+        doomed = set(logs)
+        for plog, _, fut in self._flush_waiters:
+            if plog in doomed and not fut.done():
+                fut.set_result(code)
+        self._flush_waiters = [w for w in self._flush_waiters if w[0] not in doomed]
+
+
+def _sync_one(item: tuple) -> OSError | None:
+    """Thread side of a group commit for one partition: fsync its dirty segments, write its snapshot.
+
+    After a failed fsync the page cache state is unknown (the kernel may have dropped the dirty pages), so
+    the caller takes the partition offline rather than retrying.
+    """
+    plog, segs, _, snap = item
+    try:
+        for seg in segs:
+            seg.fsync()
+        if snap is not None:
+            plog.write_producer_snapshot(snap)
+    except OSError as e:
+        return e
+    return None

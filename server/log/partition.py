@@ -1,0 +1,480 @@
+"""One partition's log: segments, appends with offset assignment, reads, recovery.
+
+Directory `<data-dir>/topics/<topic>-<partition>/` holds `<base offset, 20 digits>.log` + `.index` per
+segment and `producer_state.json` (idempotent-producer snapshot). With `directory=None` everything is in RAM.
+
+Recovery (`PartitionLog.open`) rules, also in docs/storage.md:
+
+* The last two segments are scanned batch by batch (length, magic 2, CRC-32C). Older segments trust their
+  `.index` when it is sane; a missing or insane index is rebuilt by scanning (validating) that segment.
+* A bad batch with no valid batch right after it, at the end of the last segment, is a torn tail (a write
+  cut short by a crash): the file is truncated to the last good batch and the log continues from there.
+* A bad batch anywhere else (valid data follows it) is corruption of acknowledged data. It is logged as an
+  error and the partition goes *offline beyond that point*: reads below the corrupt offset are served, reads
+  at or after it and every append answer KAFKA_STORAGE_ERROR. Nothing is truncated or rewritten, so an
+  operator can inspect or repair the files. Reads also verify CRCs and apply the same rule if corruption
+  appears later (for example in an old segment that recovery trusted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from bisect import bisect_right
+from collections.abc import Iterator
+from pathlib import Path
+
+from protocol.errors import ErrorCode
+from server.log.batch import (
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    check_batch,
+    crc_ok,
+    first_record_at_or_after,
+    parse_header,
+    peek_length,
+    split_batches,
+    stored_prefix,
+    validate_for_append,
+)
+from server.log.errors import LogError
+from server.log.producer_state import ProducerStateManager
+from server.log.segment import DiskFile, MemoryFile, Segment, segment_name
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEGMENT_BYTES = 256 * 1024 * 1024
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+DEFAULT_MAX_BATCH_BYTES = 1048588  # Kafka's message.max.bytes
+PRODUCER_SNAPSHOT = "producer_state.json"
+RECOVERY_SCAN_SEGMENTS = 2
+
+
+class PartitionLog:
+    """The log of one partition. All methods are synchronous and quick except `open` and the
+    timestamp/producer scans, which the manager runs in a thread."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        directory: Path | None,
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        leader_epoch: int = 0,
+        verify_on_read: bool = True,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.max_batch_bytes = max_batch_bytes
+        self.leader_epoch = leader_epoch
+        self.verify_on_read = verify_on_read
+        self.segments: list[Segment] = []
+        self.bases: list[int] = []
+        self.next_offset = 0
+        self.producers = ProducerStateManager()
+        self.corrupt_offset: int | None = None  # reads at/after it and all appends are refused
+        self.offline_reason: str | None = None  # set on write/fsync failure: the partition refuses appends
+        # flush bookkeeping (the manager's flusher drives these)
+        self.durable_offset = 0
+        self.dirty = False
+        self.unsynced: list[Segment] = []
+        self.pending_snapshot: dict | None = None
+        self.busy = 0  # scans running in a thread; closing waits for 0
+
+    # -- opening and recovery --------------------------------------------------------------------------
+    @classmethod
+    def open(cls, topic: str, partition: int, directory: Path | None, **kwargs: object) -> PartitionLog:
+        """Open (creating if needed) and recover a partition. Blocking: call it in a thread for disk logs."""
+        p = cls(topic, partition, directory, **kwargs)  # type: ignore[arg-type]
+        if directory is None:
+            p._add_segment(0)
+            return p
+        directory.mkdir(parents=True, exist_ok=True)
+        for stray in directory.glob("*.tmp"):
+            stray.unlink()
+        bases = sorted(int(f.stem) for f in directory.glob("*.log") if f.stem.isdigit())
+        for f in directory.glob("*.index"):
+            if f.stem.isdigit() and int(f.stem) not in bases:
+                f.unlink()
+        if not bases:
+            p._add_segment(0)
+        else:
+            p._recover(bases)
+        p.durable_offset = p.next_offset
+        p._recover_producers()
+        return p
+
+    def _add_segment(self, base: int) -> Segment:
+        if self.directory is None:
+            seg = Segment(base, MemoryFile(), None, self.index_interval_bytes)
+        else:
+            name = segment_name(base)
+            seg = Segment(
+                base,
+                DiskFile(self.directory / f"{name}.log"),
+                self.directory / f"{name}.index",
+                self.index_interval_bytes,
+            )
+        seg.next_offset = base
+        self.segments.append(seg)
+        self.bases.append(base)
+        self.next_offset = base
+        return seg
+
+    def _recover(self, bases: list[int]) -> None:
+        assert self.directory is not None
+        first_scanned = max(0, len(bases) - RECOVERY_SCAN_SEGMENTS)
+        for i, base in enumerate(bases):
+            name = segment_name(base)
+            seg = Segment(
+                base,
+                DiskFile(self.directory / f"{name}.log"),
+                self.directory / f"{name}.index",
+                self.index_interval_bytes,
+            )
+            self.segments.append(seg)
+            self.bases.append(base)
+            if self.corrupt_offset is not None and i < first_scanned:
+                continue  # already offline beyond an earlier point; just open the files
+            if i >= first_scanned or not seg.load_index():
+                self._scan_segment(seg, is_last=i == len(bases) - 1)
+            if i + 1 < len(bases):
+                seg.next_offset = bases[i + 1]
+        self.next_offset = self.segments[-1].next_offset
+
+    def _scan_segment(self, seg: Segment, *, is_last: bool) -> None:
+        """Validate every batch of `seg`, rebuild its index, and truncate or flag what does not validate."""
+        headers: list[BatchHeader] = []
+        bad_pos: int | None = None
+        after: list[BatchHeader] = []
+        with seg.data.mapped() as buf:
+            size = len(buf)
+            pos = 0
+            while pos < size:
+                try:
+                    h = check_batch(buf, pos)
+                except LogError as e:
+                    bad_pos, reason = pos, e.message
+                    break
+                headers.append(h)
+                pos += h.size
+            if bad_pos is not None:
+                resume = _resume_position(buf, bad_pos)
+                if resume is not None:  # valid data follows: walk it to learn where the log really ends
+                    pos = resume
+                    while pos < size:
+                        try:
+                            h = check_batch(buf, pos)
+                        except LogError:
+                            break
+                        after.append(h)
+                        pos += h.size
+        seg.rebuild_index(headers)
+        seg.next_offset = headers[-1].next_offset if headers else seg.base_offset
+        seg.max_timestamp = max((h.max_timestamp for h in headers), default=-1)
+        if bad_pos is None:
+            return
+        if is_last and not after:
+            log.warning(
+                "%s-%d: truncating torn tail of segment %d at byte %d (%d bytes dropped): %s",
+                self.topic,
+                self.partition,
+                seg.base_offset,
+                bad_pos,
+                seg.size - bad_pos,
+                reason,
+            )
+            seg.truncate(bad_pos)
+            return
+        if self.corrupt_offset is None:
+            self.corrupt_offset = seg.next_offset
+            log.error(
+                "%s-%d: corrupt batch in segment %d at byte %d (offset %d): %s. Data from offset %d on is "
+                "not served and the partition refuses appends; inspect/repair %s",
+                self.topic,
+                self.partition,
+                seg.base_offset,
+                bad_pos,
+                seg.next_offset,
+                reason,
+                seg.next_offset,
+                self.directory,
+            )
+        if after:
+            seg.next_offset = after[-1].next_offset
+
+    def _recover_producers(self) -> None:
+        """Producer state = snapshot (if it matches this log) + replay of the batch headers after it.
+
+        Without a usable snapshot only the scanned tail segments are replayed: producers last seen before
+        them become unknown, which Kafka also tolerates (any sequence is accepted from an unknown producer).
+        """
+        start = self.bases[max(0, len(self.bases) - RECOVERY_SCAN_SEGMENTS)]
+        if self.directory is not None:
+            path = self.directory / PRODUCER_SNAPSHOT
+            try:
+                snap = json.loads(path.read_text())
+                if self.log_start_offset <= snap["offset"] <= self.next_offset:
+                    self.producers = ProducerStateManager.from_snapshot(snap)
+                    start = snap["offset"]
+            except FileNotFoundError:
+                pass
+            except (ValueError, KeyError, TypeError) as e:
+                log.warning("%s-%d: ignoring unreadable producer snapshot: %s", self.topic, self.partition, e)
+        for h in self.iter_headers(start):
+            self.producers.update(h, h.base_offset)
+
+    # -- properties ------------------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self.bases[0]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Single replica: everything appended is committed (Kafka's HW with replication factor 1)."""
+        return self.next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # -- append ----------------------------------------------------------------------------------------
+    def append(self, blob: bytes | bytearray | memoryview) -> tuple[int, bool]:
+        """Validate and append one produced batch; returns (base offset, was_duplicate).
+
+        Kafka accepts exactly one v2 batch per partition in a Produce request; so does this. The batch is
+        written as received except baseOffset and partitionLeaderEpoch, which sit outside the CRC.
+        """
+        if self.offline_reason is not None or self.corrupt_offset is not None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
+        headers = split_batches(blob)
+        if len(headers) != 1:
+            raise LogError(
+                ErrorCode.INVALID_RECORD, "a produce request must hold exactly one batch per partition"
+            )
+        h = headers[0]
+        if h.size > self.max_batch_bytes:
+            raise LogError(
+                ErrorCode.MESSAGE_TOO_LARGE, f"batch of {h.size} bytes exceeds {self.max_batch_bytes}"
+            )
+        validate_for_append(h)
+        dup = self.producers.check(h)
+        if dup is not None:
+            return dup, True
+        base = self.next_offset
+        seg = self.segments[-1]
+        if seg.size > 0 and seg.size + h.size > self.segment_bytes:
+            seg = self._roll()
+        next_offset = base + h.last_offset_delta + 1
+        parts = [stored_prefix(base, h, self.leader_epoch), memoryview(blob)[16 : h.size]]
+        try:
+            seg.append(parts, [(base, h.size, next_offset, h.max_timestamp)])
+        except OSError as e:
+            self.offline_reason = f"write failed: {e}"
+            log.error("%s-%d: %s", self.topic, self.partition, self.offline_reason)
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline_reason) from e
+        self.next_offset = next_offset
+        self.producers.update(h, base)
+        self.dirty = True
+        return base, False
+
+    def _roll(self) -> Segment:
+        """Start a new segment at the log end; the old one is fsynced by the next flush."""
+        old = self.segments[-1]
+        old._close_index()
+        if old not in self.unsynced:
+            self.unsynced.append(old)
+        seg = self._add_segment(self.next_offset)
+        if self.directory is not None:
+            self.pending_snapshot = self.producers.snapshot(self.next_offset)
+        return seg
+
+    def _offline_message(self) -> str:
+        if self.offline_reason is not None:
+            return f"{self.topic}-{self.partition} is offline: {self.offline_reason}"
+        return f"{self.topic}-{self.partition} has a corrupt batch at offset {self.corrupt_offset}"
+
+    # -- read ------------------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        """Whole batches starting with the one that contains `offset`, up to `max_bytes`.
+
+        Kafka semantics: the first batch may start before `offset` (the consumer skips the records before
+        it); when `min_one` is set and the first batch alone exceeds `max_bytes` it is returned anyway so a
+        consumer can always make progress. `offset == log end` gives b""; outside [log start, log end]
+        raises OFFSET_OUT_OF_RANGE. A read never crosses a segment boundary (as in Kafka).
+        """
+        if offset < self.log_start_offset or offset > self.next_offset:
+            raise LogError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} not in [{self.log_start_offset}, {self.next_offset}]",
+            )
+        limit = self.corrupt_offset if self.corrupt_offset is not None else self.next_offset
+        if offset >= limit:
+            if self.corrupt_offset is not None:
+                raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
+            return b""
+        i = bisect_right(self.bases, offset) - 1
+        while i < len(self.segments):
+            seg = self.segments[i]
+            pos = self._find_position(seg, offset)
+            if pos is not None:
+                data = self._read_from(seg, pos, max_bytes, min_one, limit)
+                if not data and self.corrupt_offset is not None and offset >= self.corrupt_offset:
+                    raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
+                return data
+            i += 1
+        return b""
+
+    def _find_position(self, seg: Segment, offset: int) -> int | None:
+        """Position of the batch containing `offset` in `seg`, None if `seg` ends before it."""
+        pos = seg.lookup(offset)
+        size = seg.size
+        while pos < size:
+            h = seg.read_header(pos)
+            if h is None or h.magic != 2 or h.batch_length < MIN_BATCH_LENGTH or pos + h.size > size:
+                self._mark_corrupt(seg, pos, "unreadable batch header")
+                return None
+            if h.last_offset >= offset:
+                return pos
+            pos += h.size
+        return None
+
+    def _read_from(self, seg: Segment, pos: int, max_bytes: int, min_one: bool, limit: int) -> bytes:
+        data = seg.data.pread(min(max(max_bytes, 0), seg.size - pos), pos)
+        end = 0
+        n = len(data)
+        while end + LOG_OVERHEAD <= n:
+            base, length = peek_length(data, end)
+            size = LOG_OVERHEAD + length
+            if base >= limit:
+                return data[:end]
+            if end + size > n:
+                break
+            if self.verify_on_read and not _valid_batch(data, end, length):
+                self._mark_corrupt(seg, pos + end, "CRC mismatch on read")
+                return data[:end]
+            end += size
+        if end == 0 and min_one:  # the first batch alone is larger than max_bytes: return it whole
+            h = seg.read_header(pos)
+            if h is None or h.base_offset >= limit:
+                return b""
+            data = seg.data.pread(h.size, pos)
+            if self.verify_on_read and not _valid_batch(data, 0, h.batch_length):
+                self._mark_corrupt(seg, pos, "CRC mismatch on read")
+                return b""
+            return data
+        return data[:end]
+
+    def _mark_corrupt(self, seg: Segment, pos: int, reason: str) -> None:
+        """Take the partition offline from the batch at `pos` on (first detection wins)."""
+        h = seg.read_header(pos)
+        offset = h.base_offset if h is not None and h.base_offset >= seg.base_offset else seg.base_offset
+        if self.corrupt_offset is None or offset < self.corrupt_offset:
+            self.corrupt_offset = offset
+            log.error(
+                "%s-%d: %s in segment %d at byte %d; not serving offsets >= %d, refusing appends",
+                self.topic,
+                self.partition,
+                reason,
+                seg.base_offset,
+                pos,
+                offset,
+            )
+
+    # -- scans (run in a thread by the manager) --------------------------------------------------------
+    def iter_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        """Headers of stored batches whose last offset is >= `from_offset`, up to the corruption point."""
+        limit = self.corrupt_offset if self.corrupt_offset is not None else self.next_offset
+        i = max(0, bisect_right(self.bases, from_offset) - 1)
+        for seg in list(self.segments[i:]):
+            pos = seg.lookup(from_offset) if seg.base_offset <= from_offset else 0
+            size = seg.size
+            while pos < size:
+                h = seg.read_header(pos)
+                if h is None or h.base_offset >= limit or h.batch_length < MIN_BATCH_LENGTH:
+                    return
+                if h.last_offset >= from_offset:
+                    yield h
+                pos += h.size
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp`, None if none.
+
+        Batches are found by maxTimestamp; within an uncompressed batch the exact record is located. For a
+        compressed batch the answer is the batch's base offset and maxTimestamp (no decompression).
+        """
+        for h in self.iter_headers(self.log_start_offset):
+            if h.max_timestamp >= timestamp:
+                seg = self.segments[bisect_right(self.bases, h.base_offset) - 1]
+                data = seg.data.pread(h.size, h.position)
+                exact = first_record_at_or_after(data, parse_header(data, 0), timestamp)
+                return exact if exact is not None else (h.base_offset, h.max_timestamp)
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        """(offset, timestamp) for ListOffsets MAX_TIMESTAMP (-3), at batch granularity: the last offset of
+        the first batch with the greatest maxTimestamp."""
+        best: tuple[int, int] | None = None
+        for h in self.iter_headers(self.log_start_offset):
+            if best is None or h.max_timestamp > best[1]:
+                best = (h.last_offset, h.max_timestamp)
+        return best
+
+    # -- flush support ---------------------------------------------------------------------------------
+    def begin_flush(self) -> tuple[list[Segment], int]:
+        """Segments to fsync and the offset they make durable; resets the dirty marks."""
+        segs = list(self.unsynced)
+        if self.dirty and self.segments[-1] not in segs:
+            segs.append(self.segments[-1])
+        self.unsynced.clear()
+        self.dirty = False
+        return segs, self.next_offset
+
+    def write_producer_snapshot(self, snap: dict) -> None:
+        """Atomically replace the producer snapshot (blocking; called from the flusher thread)."""
+        if self.directory is None:
+            return
+        path = self.directory / PRODUCER_SNAPSHOT
+        tmp = path.with_suffix(".json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(snap, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def close(self) -> None:
+        for seg in self.segments:
+            seg.close()
+
+
+def _valid_batch(data: bytes, pos: int, length: int) -> bool:
+    if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(data) or data[pos + 16] != 2:
+        return False
+    return crc_ok(data, parse_header(data, pos))
+
+
+def _resume_position(buf: bytes | memoryview, bad_pos: int) -> int | None:
+    """If the bad batch's length field is plausible and a valid batch follows it, that batch's position."""
+    if bad_pos + LOG_OVERHEAD > len(buf):
+        return None
+    _, length = peek_length(buf, bad_pos)
+    nxt = bad_pos + LOG_OVERHEAD + length
+    if length < MIN_BATCH_LENGTH or nxt >= len(buf):
+        return None
+    try:
+        check_batch(buf, nxt)
+    except LogError:
+        return None
+    return nxt

@@ -1,0 +1,36 @@
+"""`MemoryStateStore`: the StateStore for `--storage memory` and tests. Instant, and NOT durable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from server.coordinator.records import GroupRecord, OffsetRecord, Record
+from server.storage.base import StorageError
+
+
+class MemoryStateStore:
+    def __init__(self) -> None:
+        self._rows: dict[tuple, Record] = {}
+        self._closed = False
+        self.transactions = 0
+
+    async def open(self) -> None:
+        self._closed = False
+
+    async def load(self) -> list[Record]:
+        groups = [r for r in self._rows.values() if isinstance(r, GroupRecord)]
+        offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord)]
+        return [*groups, *offsets]
+
+    async def write(self, records: Sequence[Record]) -> None:
+        if self._closed:
+            raise StorageError("store is closed")
+        for r in records:
+            if r.value is None:
+                self._rows.pop(r.key, None)
+            else:
+                self._rows[r.key] = r
+        self.transactions += 1
+
+    async def close(self) -> None:
+        self._closed = True

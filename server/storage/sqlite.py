@@ -1,0 +1,252 @@
+"""`SqliteStateStore`: coordinator state in SQLite (WAL, synchronous=FULL) at `<data-dir>/state.db`.
+
+Why this shape:
+
+* WAL + synchronous=FULL: a COMMIT returns only after the WAL is fsynced, so a `write()` that returned
+  survives a process or machine crash; readers never block the writer.
+* One dedicated thread owns the connection, so the event loop never waits on SQLite or the disk.
+* Group commit: `write()` calls made while a transaction is in flight queue up and are written together by
+  the next single transaction (one fsync for all of them). Under load the batch size grows by itself; with
+  one writer the latency is one transaction.
+* Within a batch only the last record per key matters, so records are collapsed by key before the
+  `executemany` (an OffsetCommit storm on the same partitions costs one row each).
+
+If a caller of `write()` is cancelled after its records were queued they may still be committed; the
+records are idempotent (latest value per key), so that is harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sqlite3
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from server.coordinator.records import (
+    GroupMetadataValue,
+    GroupRecord,
+    MemberMetadataValue,
+    OffsetRecord,
+    OffsetValue,
+    Record,
+)
+from server.storage.base import StorageError
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS groups (
+    group_id TEXT PRIMARY KEY,
+    value    TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS offsets (
+    group_id         TEXT    NOT NULL,
+    topic            TEXT    NOT NULL,
+    partition        INTEGER NOT NULL,
+    committed_offset INTEGER NOT NULL,
+    leader_epoch     INTEGER NOT NULL,
+    metadata         TEXT    NOT NULL,
+    commit_timestamp INTEGER NOT NULL,
+    expire_timestamp INTEGER NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
+) WITHOUT ROWID;
+"""
+_UPSERT_OFFSET = "INSERT OR REPLACE INTO offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_DELETE_OFFSET = "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?"
+_UPSERT_GROUP = "INSERT OR REPLACE INTO groups VALUES (?, ?)"
+_DELETE_GROUP = "DELETE FROM groups WHERE group_id = ?"
+
+
+def encode_group(v: GroupMetadataValue) -> str:
+    """JSON with base64 for the opaque subscription/assignment bytes: readable with the sqlite3 shell."""
+    return json.dumps(
+        {
+            "protocol_type": v.protocol_type,
+            "generation": v.generation,
+            "protocol": v.protocol,
+            "leader": v.leader,
+            "current_state_timestamp": v.current_state_timestamp,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                    "session_timeout_ms": m.session_timeout_ms,
+                    "subscription": base64.b64encode(m.subscription).decode(),
+                    "assignment": base64.b64encode(m.assignment).decode(),
+                }
+                for m in v.members
+            ],
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_group(text: str) -> GroupMetadataValue:
+    d = json.loads(text)
+    members = tuple(
+        MemberMetadataValue(
+            member_id=m["member_id"],
+            group_instance_id=m["group_instance_id"],
+            client_id=m["client_id"],
+            client_host=m["client_host"],
+            rebalance_timeout_ms=m["rebalance_timeout_ms"],
+            session_timeout_ms=m["session_timeout_ms"],
+            subscription=base64.b64decode(m["subscription"]),
+            assignment=base64.b64decode(m["assignment"]),
+        )
+        for m in d["members"]
+    )
+    return GroupMetadataValue(
+        protocol_type=d["protocol_type"],
+        generation=d["generation"],
+        protocol=d["protocol"],
+        leader=d["leader"],
+        current_state_timestamp=d["current_state_timestamp"],
+        members=members,
+    )
+
+
+class SqliteStateStore:
+    """StateStore on SQLite; see the module docstring for the durability and batching rules."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._executor: ThreadPoolExecutor | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._pending: list[tuple[Sequence[Record], asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._closing = False
+        self.transactions = 0  # committed write transactions (tests and bench count batching with it)
+
+    async def open(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="state-db")
+        self._closing = False
+        try:
+            await self._call(self._open_sync)
+        except sqlite3.Error as e:
+            raise StorageError(f"cannot open {self.path}: {e}") from e
+
+    def _open_sync(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise sqlite3.OperationalError(f"journal_mode is {mode}, WAL unavailable")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            raise sqlite3.OperationalError(f"unknown schema version {version}")
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self._conn = conn
+
+    async def _call(self, fn, *args):  # type: ignore[no-untyped-def]
+        if self._executor is None:
+            raise StorageError("store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def load(self) -> list[Record]:
+        return await self._call(self._load_sync)
+
+    def _load_sync(self) -> list[Record]:
+        assert self._conn is not None
+        out: list[Record] = [
+            GroupRecord(gid, decode_group(value))
+            for gid, value in self._conn.execute("SELECT group_id, value FROM groups ORDER BY group_id")
+        ]
+        for gid, topic, part, off, epoch, meta, cts, ets in self._conn.execute(
+            "SELECT * FROM offsets ORDER BY group_id, topic, partition"
+        ):
+            out.append(OffsetRecord(gid, topic, part, OffsetValue(off, epoch, meta, cts, ets)))
+        return out
+
+    async def write(self, records: Sequence[Record]) -> None:
+        if self._closing or self._executor is None:
+            raise StorageError("store is closed")
+        if not records:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((records, fut))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_loop(), name="state-db-writer")
+        await fut
+
+    async def _write_loop(self) -> None:
+        """Drain the queue: everything queued while a transaction runs goes into the next one."""
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await self._call(self._commit_sync, [r for records, _ in batch for r in records])
+            except Exception as e:
+                err = e if isinstance(e, StorageError) else StorageError(f"state write failed: {e}")
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(err)
+            else:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_result(None)
+
+    def _commit_sync(self, records: list[Record]) -> None:
+        assert self._conn is not None
+        groups: dict[str, GroupMetadataValue | None] = {}
+        offsets: dict[tuple[str, str, int], OffsetValue | None] = {}
+        for r in records:  # latest value per key wins, as replay would
+            if isinstance(r, OffsetRecord):
+                offsets[(r.group_id, r.topic, r.partition)] = r.value
+            else:
+                groups[r.group_id] = r.value
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if offsets:
+                conn.executemany(
+                    _UPSERT_OFFSET,
+                    [
+                        (
+                            g,
+                            t,
+                            p,
+                            v.offset,
+                            v.leader_epoch,
+                            v.metadata,
+                            v.commit_timestamp,
+                            v.expire_timestamp,
+                        )
+                        for (g, t, p), v in offsets.items()
+                        if v is not None
+                    ],
+                )
+                conn.executemany(_DELETE_OFFSET, [k for k, v in offsets.items() if v is None])
+            if groups:
+                conn.executemany(
+                    _UPSERT_GROUP, [(g, encode_group(v)) for g, v in groups.items() if v is not None]
+                )
+                conn.executemany(_DELETE_GROUP, [(g,) for g, v in groups.items() if v is None])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self.transactions += 1
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._writer is not None:
+            await asyncio.shield(self._writer)
+        if self._executor is not None:
+            if self._conn is not None:
+                await self._call(self._close_sync)
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def _close_sync(self) -> None:
+        assert self._conn is not None
+        self._conn.close()
+        self._conn = None

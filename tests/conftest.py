@@ -1,0 +1,114 @@
+"""Shared fixtures: the real groupcoord server as a subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """`groupcoord serve` in a child process; its stderr goes to `<data_dir>/../server-N.log`."""
+
+    def __init__(self, data_dir: Path, args: tuple[str, ...], port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.args = args
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> ServerProcess:
+        self.starts += 1
+        cmd = [
+            sys.executable, "-m", "server", "serve",
+            "--host", self.host, "--port", str(self.port), "--data-dir", str(self.data_dir),
+            "--group-initial-rebalance-delay-ms", "0", "--group-min-session-timeout-ms", "1000",
+            "--log-level", os.environ.get("GROUPCOORD_TEST_LOG_LEVEL", "info"),
+            *self.args,
+        ]  # fmt: skip
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log, env=env)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"groupcoord exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"groupcoord did not listen within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-8000:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM and wait: a clean shutdown flushes the journal and state."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self) -> ServerProcess:
+        self.stop()
+        return self.start()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator:
+    started: list[ServerProcess] = []
+
+    def make(*args: str, data_dir: Path | None = None) -> ServerProcess:
+        d = data_dir or tmp_path / f"data{len(started)}"
+        srv = ServerProcess(d, tuple(args))
+        started.append(srv)
+        return srv.start()
+
+    yield make
+    for srv in started:
+        srv.kill()
+
+
+@pytest.fixture
+def groupcoord_server(server_factory) -> ServerProcess:  # type: ignore[no-untyped-def]
+    return server_factory()
