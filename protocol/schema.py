@@ -15,6 +15,7 @@ flexible versions and keeps unknown tags, and refuses to write a non-ignorable f
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import io as _io
 import re
 from collections.abc import Callable
@@ -132,7 +133,7 @@ UNKNOWN_TAGS = "unknown_tags"
 
 
 def _finish(cls: type[T]) -> type[T]:
-    anns = dict(cls.__dict__.get("__annotations__", {}))
+    anns = dict(inspect.get_annotations(cls))
     anns[UNKNOWN_TAGS] = "tuple[tuple[int, bytes], ...]"
     cls.__annotations__ = anns
     setattr(cls, UNKNOWN_TAGS, dataclasses.field(default=(), repr=False, compare=True))

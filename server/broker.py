@@ -10,16 +10,18 @@ from typing import Any
 import structlog
 
 from protocol.api import ApiKey
-from server.apis import groups, meta, offsets
+from server.apis import data, groups, meta, offsets
 from server.config import ServerConfig
 from server.coordinator.machine import GroupStateMachine
 from server.coordinator.records import Record
 from server.dispatch import Dispatcher
 from server.journal import Journal
+from server.log.manager import LogManager
 from server.network import Connection
 from server.runtime import GroupRuntime
+from server.storage.sqlite import SqliteStateStore
 from server.timers import wall_ms
-from server.topics import TopicRegistry
+from server.topics import Topics
 
 log = structlog.get_logger("groupcoord.server")
 
@@ -37,6 +39,13 @@ HANDLERS = {
     ApiKey.DELETE_GROUPS: groups.delete_groups,
     ApiKey.OFFSET_COMMIT: offsets.offset_commit,
     ApiKey.OFFSET_FETCH: offsets.offset_fetch,
+    ApiKey.PRODUCE: data.produce,
+    ApiKey.FETCH: data.fetch,
+    ApiKey.LIST_OFFSETS: data.list_offsets,
+    ApiKey.INIT_PRODUCER_ID: data.init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: data.offset_for_leader_epoch,
+    ApiKey.DELETE_TOPICS: data.delete_topics,
+    ApiKey.CREATE_PARTITIONS: data.create_partitions,
 }
 
 
@@ -76,6 +85,7 @@ class Broker:
         self.machine: GroupStateMachine | None = None
         self.runtime: GroupRuntime | None = None
         self.topics: Any = None
+        self.logs: Any = None
         self.dispatcher = Dispatcher(self, HANDLERS)
         self.journal: Journal | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -85,12 +95,16 @@ class Broker:
         cfg = self.config
         self.loop = asyncio.get_running_loop()
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
-        self.store = InstantStore()
+        memory = cfg.storage == "memory"
+        self.store = InstantStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
         await self.store.open()
-        self.topics = TopicRegistry()
+        flush = "always" if cfg.log_flush == "acks-all" else "never"
+        self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
+        await self.logs.open()
+        self.topics = Topics(self.logs)
         for name, partitions in cfg.topics:
             if self.topics.get(name) is None:
-                self.topics.create(name, partitions)
+                await self.topics.create(name, partitions)
         self.journal = Journal(cfg.data_dir / "journal" if cfg.journal else None, cfg.journal_max_bytes)
         self.journal.open(wall_ms())
         self.machine = GroupStateMachine(cfg.coordinator())
@@ -146,3 +160,5 @@ class Broker:
             await self.journal.close()
         if self.store is not None:
             await self.store.close()
+        if self.logs is not None:
+            await self.logs.close()

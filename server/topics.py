@@ -1,51 +1,47 @@
-"""The topic registry in memory: names, ids and partition counts (the log manager replaces it when present)."""
+"""The handlers' view of topics: quick synchronous look-ups over the log manager, creation is async."""
 
 from __future__ import annotations
 
-import re
 import uuid
-from dataclasses import dataclass
 
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+from server.log.errors import LogError
+from server.log.manager import LogManager
+from server.log.topics import TopicInfo, validate_topic_name
 
 
 def valid_topic_name(name: str) -> bool:
     """Kafka's rule: 1-249 of [a-zA-Z0-9._-], and not "." or ".."."""
-    return 0 < len(name) <= 249 and name not in (".", "..") and _LEGAL.fullmatch(name) is not None
+    try:
+        validate_topic_name(name)
+    except LogError:
+        return False
+    return True
 
 
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    partitions: int
-
-
-class TopicRegistry:
-    def __init__(self) -> None:
-        self._by_name: dict[str, TopicInfo] = {}
-        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+class Topics:
+    def __init__(self, logs: LogManager) -> None:
+        self.logs = logs
 
     def valid_name(self, name: str) -> bool:
         return valid_topic_name(name)
 
     def get(self, name: str) -> TopicInfo | None:
-        return self._by_name.get(name)
+        return self.logs.topic(name)
 
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        return self._by_id.get(topic_id)
+        return self.logs.topic_by_id(topic_id)
 
     def names(self) -> list[str]:
-        return list(self._by_name)
-
-    def create(self, name: str, partitions: int) -> TopicInfo:
-        info = self._by_name.get(name)
-        if info is None:
-            info = TopicInfo(name, uuid.uuid4(), partitions)
-            self._by_name[name] = info
-            self._by_id[info.topic_id] = info
-        return info
+        return list(self.logs.topics())
 
     def has_partition(self, name: str, partition: int) -> bool:
-        info = self._by_name.get(name)
+        info = self.logs.topic(name)
         return info is not None and 0 <= partition < info.partitions
+
+    async def create(self, name: str, partitions: int) -> TopicInfo | None:
+        """Create if missing; None when the name is refused (a race with another creator is fine)."""
+        try:
+            await self.logs.create_topic(name, partitions)
+        except LogError:
+            pass
+        return self.logs.topic(name)

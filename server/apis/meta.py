@@ -11,9 +11,10 @@ Version notes:
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -26,6 +27,7 @@ from protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from server.log.errors import LogError
 
 if TYPE_CHECKING:
     from server.dispatch import RequestContext
@@ -66,12 +68,13 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
     return MetadataResponseTopic(error_code=0, name=name, topic_id=topic_id, partitions=parts)
 
 
-def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
     broker = ctx.broker
     topics = broker.topics
     wanted: list[str]
     if req.topics is None or (ctx.version == 0 and not req.topics):
         wanted = sorted(topics.names())
+        missing: list[str] = []
     else:
         wanted = []
         for t in req.topics:
@@ -82,10 +85,22 @@ def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
                 continue
             wanted.append(t.name)
         auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
-        if auto:
-            for name in wanted:
-                if topics.get(name) is None and topics.valid_name(name):
-                    topics.create(name, broker.config.num_partitions)
+        missing = [n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)]
+    if missing:
+        return asyncio.ensure_future(_create_then_answer(ctx, wanted, missing))
+    return _metadata_response(ctx, wanted)
+
+
+async def _create_then_answer(ctx: RequestContext, wanted: list[str], missing: list[str]) -> MetadataResponse:
+    partitions = ctx.broker.config.num_partitions
+    for name in missing:
+        await ctx.broker.topics.create(name, partitions)
+    return _metadata_response(ctx, wanted)
+
+
+def _metadata_response(ctx: RequestContext, wanted: list[str]) -> MetadataResponse:
+    topics = ctx.broker.topics
+    cfg = ctx.broker.config
     entries = []
     for name in wanted:
         if not topics.valid_name(name):
@@ -94,8 +109,8 @@ def metadata(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
             entries.append(_topic_entry(ctx, name))
     return MetadataResponse(
         brokers=(_broker(ctx),),
-        cluster_id=broker.config.cluster_id,
-        controller_id=broker.config.node_id,
+        cluster_id=cfg.cluster_id,
+        controller_id=cfg.node_id,
         topics=tuple(entries),
     )
 
@@ -121,29 +136,33 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
     return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node, host=host, port=port)
 
 
-def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
-    topics = ctx.broker.topics
+def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
+    return asyncio.ensure_future(_create_topics(ctx, req))
+
+
+async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    logs = ctx.broker.logs
     results = []
     seen: set[str] = set()
     for t in req.topics:
         error, message = ErrorCode.NONE, None
         partitions = t.num_partitions if t.num_partitions != -1 else ctx.broker.config.num_partitions
+        topic_id = ZERO_UUID
         if t.name in seen:
             error, message = ErrorCode.INVALID_REQUEST, "topic named twice in one request"
-        elif not topics.valid_name(t.name):
-            error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, f"illegal topic name {t.name!r}"
         elif t.replication_factor not in (1, -1):
-            error, message = ErrorCode.INVALID_REPLICATION_FACTOR, "groupcoord has one broker: replication factor 1"
+            error, message = ErrorCode.INVALID_REPLICATION_FACTOR, "groupcoord has one broker: use replication factor 1"
         elif t.assignments:
-            error, message = ErrorCode.INVALID_REQUEST, "manual replica assignment is not supported"
-        elif partitions < 1:
-            error, message = ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1"
-        elif topics.get(t.name) is not None:
-            error, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
+            error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "manual replica assignment is not supported"
+        else:
+            try:
+                if req.validate_only:
+                    logs.validate_new_topic(t.name, partitions)
+                else:
+                    topic_id = await logs.create_topic(t.name, partitions)
+            except LogError as exc:
+                error, message = exc.code, exc.message
         seen.add(t.name)
-        topic_id = ZERO_UUID
-        if error == ErrorCode.NONE and not req.validate_only:
-            topic_id = topics.create(t.name, partitions).topic_id
         ok = error == ErrorCode.NONE
         results.append(
             CreatableTopicResult(

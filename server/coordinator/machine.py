@@ -785,15 +785,21 @@ class GroupStateMachine:
     # ======================================================================================== timers
 
     def on_timer(self, key: tuple, now_ms: int) -> Effects:
+        """A timer fired. Timers of replaced/removed members or past generations do nothing; a timer that
+        fires before the deadline the machine recorded for its key (early, or a stale firing racing a re-arm)
+        is re-armed for that deadline instead of acting."""
         fx = self._begin(now_ms)
         kind = key[0]
         g = self._groups.get(key[1])
         if g is None or g.state == DEAD:
             return fx
         if kind == "heartbeat":
-            self._expire_heartbeat(g, key[2])
+            self._expire_heartbeat(g, key)
         elif kind == "join":
-            if g.join_deadline is None or now_ms < g.join_deadline or g.state != PREPARING:
+            if g.join_deadline is None or g.state != PREPARING:
+                return fx
+            if now_ms < g.join_deadline:
+                fx.timer(ScheduleTimer(key, g.join_deadline))
                 return fx
             initial = g.initial_delay
             g.join_deadline = None
@@ -803,7 +809,10 @@ class GroupStateMachine:
             else:
                 self._complete_join(g)
         elif kind == "sync":
-            if g.sync_generation != key[2] or g.sync_deadline is None or now_ms < g.sync_deadline:
+            if g.sync_generation != key[2] or g.sync_deadline is None:
+                return fx
+            if now_ms < g.sync_deadline:
+                fx.timer(ScheduleTimer(key, g.sync_deadline))
                 return fx
             g.sync_generation = None
             g.sync_deadline = None
@@ -820,18 +829,23 @@ class GroupStateMachine:
         else:
             self._complete_join(g)
 
-    def _expire_heartbeat(self, g: ClassicGroup, member_id: str) -> None:
+    def _expire_heartbeat(self, g: ClassicGroup, key: tuple) -> None:
+        member_id = key[2]
         pending_deadline = g.pending_join_members.get(member_id)
         if pending_deadline is not None:
             if self._now < pending_deadline:
+                self._fx.timer(ScheduleTimer(key, pending_deadline))
                 return
             g.remove(member_id)
             if g.state == PREPARING and g.has_all_members_joined():
                 self._complete_join(g)
             return
         m = g.members.get(member_id)
-        if m is None or m.hb_deadline is None or self._now < m.hb_deadline:
-            return  # replaced, removed, re-armed, or cancelled: not this member's timer
+        if m is None or m.hb_deadline is None:
+            return  # replaced, removed or cancelled: not this member's timer
+        if self._now < m.hb_deadline:
+            self._fx.timer(ScheduleTimer(key, m.hb_deadline))
+            return
         m.hb_deadline = None
         if m.has_satisfied_heartbeat():
             return
@@ -1040,7 +1054,7 @@ class GroupStateMachine:
         for mid in g.pending_join_members:
             self._cancel_hb(g, mid)
         self._fx.record(GroupRecord(g.group_id, None))
-        self._transition(g, DEAD, reason)
+        self._transition(g, DEAD, "deleted")
         self._event(g, "group_deleted", reason=reason)
         del self._groups[g.group_id]
         self._offsets.pop(g.group_id, None)
@@ -1120,6 +1134,25 @@ class GroupStateMachine:
                 self._schedule_hb(g, m, m.session_timeout_ms)
             if len(g.members) > self.config.max_size:
                 self._prepare_rebalance(g, "loaded")
+        return fx
+
+    def unload(self, now_ms: int) -> Effects:
+        """Drop every group as Kafka does on resignation (spec §1.6, e.g. at shutdown): parked requests are
+        answered NOT_COORDINATOR, timers cancelled, groups go Dead (journalled, reason `unloaded`)."""
+        fx = self._begin(now_ms)
+        err = int(E.NOT_COORDINATOR)
+        for g in list(self._groups.values()):
+            for mid, m in g.members.items():
+                self._answer_parked(m, err, mid, err)
+                self._cancel_hb(g, mid)
+            for mid in g.pending_join_members:
+                self._cancel_hb(g, mid)
+            self._cancel_join(g)
+            self._cancel_sync(g)
+            self._transition(g, DEAD, "unloaded")
+        self._groups.clear()
+        self._offsets.clear()
+        self._inflight_commits.clear()
         return fx
 
 

@@ -3,7 +3,7 @@
 It owns the topic registry, one `PartitionLog` per partition, producer-id allocation, the fetch waiters
 and the flusher that implements the flush policy:
 
-* ``"always"`` (default): an acks=all (-1) append is acknowledged only after its bytes are fsynced. Appends
+* ``"always"`` (default; alias ``"acks-all"``): an acks=all (-1) append is acknowledged only after its bytes are fsynced. Appends
   arriving while an fsync runs are fsynced together by the next one (group commit), in a worker thread, so
   the event loop never blocks on the disk. acks=0/1 appends do not wait; the flusher fsyncs them within
   ``background_flush_ms`` (1 s) or with the next acks=all group commit.
@@ -20,7 +20,7 @@ import contextlib
 import logging
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -86,8 +86,10 @@ class FlushPolicy(NamedTuple):
             if ms <= 0:
                 raise ValueError("flush interval must be > 0 ms")
             return cls("interval", ms)
-        if value in ("always", "never"):
-            return cls(value)  # type: ignore[arg-type]
+        if value in ("always", "acks-all"):  # "acks-all" is the CLI's name for it
+            return cls("always")
+        if value == "never":
+            return cls("never")
         if value.startswith("interval:") and value[9:].isdigit() and int(value[9:]) > 0:
             return cls("interval", int(value[9:]))
         raise ValueError(f"unknown flush policy {value!r}: use always, never or interval:<ms>")
@@ -111,6 +113,8 @@ class LogManager:
             raise ValueError(f"storage must be 'disk' or 'memory', not {storage!r}")
         if storage == "disk" and data_dir is None:
             raise ValueError("disk storage needs a data_dir")
+        if not 0 < segment_bytes < 2**31:  # index positions are uint32
+            raise ValueError("segment_bytes must be in (0, 2 GiB)")
         self.storage = storage
         self.root: Path | None = Path(data_dir) / "topics" if storage == "disk" and data_dir else None
         self.policy = FlushPolicy.parse(flush)
@@ -135,6 +139,7 @@ class LogManager:
         self._pool: ThreadPoolExecutor | None = None
         self.fsyncs = 0  # group commits performed (for tests and the bench)
         self._closed = False
+        self._stopping = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -157,8 +162,13 @@ class LogManager:
             for p in range(t.partitions):
                 self._logs[(t.name, p)] = self._open_partition(t.name, p)
 
-    def _open_partition(self, topic: str, partition: int) -> PartitionLog:
+    def _open_partition(self, topic: str, partition: int, *, fresh: bool = False) -> PartitionLog:
+        """Open a partition; `fresh` (a new topic or partition) first removes any orphaned directory left
+        by a crash between a deletion's registry write and its file removal, so old data cannot resurface."""
         directory = self.root / f"{topic}-{partition}" if self.root is not None else None
+        if fresh and directory is not None and directory.exists():
+            log.warning("removing orphaned partition directory %s", directory)
+            shutil.rmtree(directory)
         return PartitionLog.open(topic, partition, directory, **self._log_options)
 
     async def close(self) -> None:
@@ -166,10 +176,13 @@ class LogManager:
         if self._closed:
             return
         self._closed = True
-        if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+        if self._flusher is not None:  # let it finish its current fsync: files must not close under it
+            self._stopping = True
+            self._wakeup.set()
+            await self._flusher
+        for plog in self._logs.values():
+            while plog.busy:
+                await asyncio.sleep(0.005)
         if self.storage == "disk":
             for p in self._logs.values():
                 p.pending_snapshot = p.producers.snapshot(p.next_offset)
@@ -217,9 +230,8 @@ class LogManager:
         async with self._registry_lock:
             self.validate_new_topic(name, partitions)
             info = TopicInfo(name, new_topic_id(), partitions)
-            logs = await self._run(lambda: [self._open_partition(name, p) for p in range(partitions)])
             new = {**self._topics, name: info}
-            await self._save(new)
+            logs = await self._create_logs(name, range(partitions), new)
             self._topics = new
             self._by_id[info.topic_id] = info
             for p, plog in enumerate(logs):
@@ -237,12 +249,9 @@ class LogManager:
                     ErrorCode.INVALID_PARTITIONS,
                     f"topic {name!r} has {info.partitions} partitions; new count must be larger",
                 )
-            logs = await self._run(
-                lambda: [self._open_partition(name, p) for p in range(info.partitions, total)]
-            )
             new_info = TopicInfo(name, info.topic_id, total)
             new = {**self._topics, name: new_info}
-            await self._save(new)
+            logs = await self._create_logs(name, range(info.partitions, total), new)
             self._topics = new
             self._by_id[info.topic_id] = new_info
             for i, plog in enumerate(logs):
@@ -278,6 +287,26 @@ class LogManager:
                 doomed = d.with_name(f"{d.name}.{tag}-delete")
                 d.rename(doomed)
                 shutil.rmtree(doomed, ignore_errors=True)
+
+    async def _create_logs(
+        self, name: str, partitions: range, registry: dict[str, TopicInfo]
+    ) -> list[PartitionLog]:
+        """Create the partitions' logs, then durably save `registry`; on failure nothing is registered and
+        the error is KAFKA_STORAGE_ERROR (the new directories become orphans, cleared on the next create)."""
+        logs: list[PartitionLog] = []
+
+        def create() -> None:
+            for p in partitions:
+                logs.append(self._open_partition(name, p, fresh=True))
+
+        try:
+            await self._run(create)
+            await self._save(registry)
+        except OSError as e:
+            for plog in logs:
+                plog.close()
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot create partitions of {name!r}: {e}") from e
+        return logs
 
     async def _save(self, topics: dict[str, TopicInfo]) -> None:
         if self.root is not None:
@@ -374,10 +403,25 @@ class LogManager:
         finally:
             plog.busy -= 1
 
-    async def wait_for_data(self, partitions: Iterable[tuple[str, int]], timeout: float) -> bool:
+    async def wait_for_data(
+        self, partitions: Mapping[tuple[str, int], int] | Iterable[tuple[str, int]], timeout: float
+    ) -> bool:
         """Long-poll helper for Fetch: True as soon as any of `partitions` gets an append (or is deleted),
-        False after `timeout` seconds. The caller re-reads afterwards."""
-        logs = [plog for key in partitions if (plog := self._logs.get(key)) is not None]
+        False after `timeout` seconds; the caller then reads again.
+
+        Pass a mapping {(topic, partition): fetch offset} to return True at once if a log already ends past
+        its fetch offset. Without it, call this right after reading, with no `await` in between: appends run
+        on the same event loop, so none can slip between the read and the registration here.
+        """
+        offsets = partitions if isinstance(partitions, Mapping) else {}
+        logs = []
+        for key in partitions:
+            plog = self._logs.get(key)
+            if plog is None:
+                continue
+            if key in offsets and plog.log_end_offset > offsets[key]:
+                return True
+            logs.append(plog)
         if not logs or timeout <= 0:
             return False
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -411,21 +455,24 @@ class LogManager:
     async def _flush_loop(self) -> None:
         kind = self.policy.kind
         period = (self.policy.interval_ms if kind == "interval" else self.background_flush_ms) / 1000
-        while True:
-            if kind == "always":
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), period)
-                self._wakeup.clear()
-            else:
-                await asyncio.sleep(period)
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), period)
+            self._wakeup.clear()
+            if self._stopping:
+                return
             try:
                 # "never" still writes producer snapshots of rolled segments, without fsyncing the logs
                 await self._flush_once(fsync=kind != "never")
                 # acks=all appends that arrived during that fsync share the next one
-                while self._flush_waiters:
+                while self._flush_waiters and not self._stopping:
                     await self._flush_once(fsync=True)
-            except Exception:  # never let the flusher die: waiters would hang forever
+            except Exception:  # keep the flusher alive, and never leave an acks=all producer hanging
                 log.exception("flush failed")
+                waiters, self._flush_waiters = self._flush_waiters, []
+                for _, _, fut in waiters:
+                    if not fut.done():
+                        fut.set_result(ErrorCode.KAFKA_STORAGE_ERROR)
 
     async def _flush_once(self, *, fsync: bool) -> None:
         async with self._flush_lock:

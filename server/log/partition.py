@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import struct
 from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +45,8 @@ from server.log.producer_state import ProducerStateManager
 from server.log.segment import DiskFile, MemoryFile, Segment, segment_name
 
 log = logging.getLogger(__name__)
+
+_LAST_DELTA = struct.Struct(">i")
 
 DEFAULT_SEGMENT_BYTES = 256 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
@@ -158,14 +161,19 @@ class PartitionLog:
         with seg.data.mapped() as buf:
             size = len(buf)
             pos = 0
+            expected = seg.base_offset
             while pos < size:
                 try:
                     h = check_batch(buf, pos)
                 except LogError as e:
                     bad_pos, reason = pos, e.message
                     break
+                if h.base_offset != expected:  # baseOffset is outside the CRC: check it by continuity
+                    bad_pos, reason = pos, f"base offset {h.base_offset}, expected {expected}"
+                    break
                 headers.append(h)
                 pos += h.size
+                expected = h.next_offset
             if bad_pos is not None:
                 resume = _resume_position(buf, bad_pos)
                 if resume is not None:  # valid data follows: walk it to learn where the log really ends
@@ -225,10 +233,16 @@ class PartitionLog:
                 if self.log_start_offset <= snap["offset"] <= self.next_offset:
                     self.producers = ProducerStateManager.from_snapshot(snap)
                     start = snap["offset"]
+                else:  # the log was truncated below it: delete it, or it could match a longer log later
+                    log.warning(
+                        "%s-%d: dropping producer snapshot beyond the log end", self.topic, self.partition
+                    )
+                    path.unlink()
             except FileNotFoundError:
                 pass
             except (ValueError, KeyError, TypeError) as e:
                 log.warning("%s-%d: ignoring unreadable producer snapshot: %s", self.topic, self.partition, e)
+                path.unlink()
         for h in self.iter_headers(start):
             self.producers.update(h, h.base_offset)
 
@@ -355,6 +369,7 @@ class PartitionLog:
         data = seg.data.pread(min(max(max_bytes, 0), seg.size - pos), pos)
         end = 0
         n = len(data)
+        expected = -1
         while end + LOG_OVERHEAD <= n:
             base, length = peek_length(data, end)
             size = LOG_OVERHEAD + length
@@ -362,9 +377,12 @@ class PartitionLog:
                 return data[:end]
             if end + size > n:
                 break
-            if self.verify_on_read and not _valid_batch(data, end, length):
-                self._mark_corrupt(seg, pos + end, "CRC mismatch on read")
+            if self.verify_on_read and (
+                not _valid_batch(data, end, length) or (expected >= 0 and base != expected)
+            ):
+                self._mark_corrupt(seg, pos + end, "corrupt batch (CRC or offset) on read", expected)
                 return data[:end]
+            expected = base + _LAST_DELTA.unpack_from(data, end + 23)[0] + 1
             end += size
         if end == 0 and min_one:  # the first batch alone is larger than max_bytes: return it whole
             h = seg.read_header(pos)
@@ -377,10 +395,14 @@ class PartitionLog:
             return data
         return data[:end]
 
-    def _mark_corrupt(self, seg: Segment, pos: int, reason: str) -> None:
-        """Take the partition offline from the batch at `pos` on (first detection wins)."""
-        h = seg.read_header(pos)
-        offset = h.base_offset if h is not None and h.base_offset >= seg.base_offset else seg.base_offset
+    def _mark_corrupt(self, seg: Segment, pos: int, reason: str, offset: int = -1) -> None:
+        """Take the partition offline from the batch at `pos` (whose offset is `offset` when the caller
+        knows it from the previous batch) on; the lowest detected point wins."""
+        if offset < 0:
+            h = seg.read_header(pos)
+            offset = h.base_offset if h is not None else seg.base_offset
+            if not seg.base_offset <= offset < self.next_offset:  # the offset field itself is damaged
+                offset = seg.base_offset
         if self.corrupt_offset is None or offset < self.corrupt_offset:
             self.corrupt_offset = offset
             log.error(

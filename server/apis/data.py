@@ -1,0 +1,250 @@
+"""The data plane: Produce, Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch, DeleteTopics,
+CreatePartitions — enough for real consumers to consume and producers to produce (the log lives in
+`server.log`).
+
+Version notes:
+- Produce 3-9 (magic-2 record batches only). acks=0 gets no response at all, as in Kafka. Transactional
+  produce is refused (groupcoord has no transaction coordinator).
+- Fetch 4-12 by topic name (topic ids arrive with v13). No fetch sessions: we always answer session id 0, which
+  tells clients to keep sending full fetch requests. Long-poll: wait up to max_wait_ms for min_bytes.
+  Without transactions the last stable offset is the high watermark and there are no aborted transactions.
+- ListOffsets 1-7: earliest (-2), latest (-1), max timestamp (-3, v7) and by timestamp.
+- InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id is refused.
+- OffsetForLeaderEpoch 0-4: one leader epoch (0) whose end offset is the log end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from protocol.errors import ErrorCode
+from protocol.messages import create_partitions as cp
+from protocol.messages import delete_topics as dt
+from protocol.messages import fetch as fe
+from protocol.messages import init_producer_id as ip
+from protocol.messages import list_offsets as lo
+from protocol.messages import offset_for_leader_epoch as ol
+from protocol.messages import produce as pr
+from server.log.errors import LogError
+
+if TYPE_CHECKING:
+    from server.dispatch import RequestContext
+
+NO_TRANSACTIONS = "groupcoord has no transaction coordinator: transactional producers are not supported"
+
+
+def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Any:
+    return asyncio.ensure_future(_produce(ctx, req))
+
+
+async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceResponse | None:
+    logs = ctx.broker.logs
+    jobs: list[Any] = []
+    for t in req.topic_data:
+        for p in t.partition_data:
+            if req.transactional_id is not None:
+                jobs.append(_failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS))
+            elif p.records is None:
+                jobs.append(_failed(ErrorCode.CORRUPT_MESSAGE, "null records"))
+            else:
+                jobs.append(logs.append(t.name, p.index, p.records, req.acks))
+    results = await asyncio.gather(*jobs)
+    if req.acks == 0:
+        return None
+    it = iter(results)
+    return pr.ProduceResponse(
+        responses=tuple(
+            pr.TopicProduceResponse(
+                name=t.name,
+                partition_responses=tuple(
+                    _partition_response(p.index, next(it), ctx.version) for p in t.partition_data
+                ),
+            )
+            for t in req.topic_data
+        )
+    )
+
+
+async def _failed(code: ErrorCode, message: str) -> Any:
+    from server.log.manager import AppendResult
+
+    return AppendResult(code, -1, -1, error_message=message)
+
+
+def _partition_response(index: int, r: Any, version: int) -> pr.PartitionProduceResponse:
+    return pr.PartitionProduceResponse(
+        index=index,
+        error_code=r.error,
+        base_offset=r.base_offset,
+        log_append_time_ms=r.log_append_time_ms,
+        log_start_offset=r.log_start_offset,
+        error_message=r.error_message if version >= 8 else None,
+    )
+
+
+def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Any:
+    return asyncio.ensure_future(_fetch(ctx, req))
+
+
+async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
+    logs = ctx.broker.logs
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
+    wanted = [(t.topic, p) for t in req.topics for p in t.partitions]
+    while True:
+        total = 0
+        budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+        parts: list[tuple[str, fe.PartitionData]] = []
+        for topic, p in wanted:
+            limit = min(p.partition_max_bytes, budget)
+            r = logs.read(topic, p.partition, p.fetch_offset, max(limit, 0), min_one=total == 0)
+            records = r.records
+            total += len(records)
+            budget -= len(records)
+            parts.append(
+                (
+                    topic,
+                    fe.PartitionData(
+                        partition_index=p.partition,
+                        error_code=r.error,
+                        high_watermark=r.high_watermark,
+                        last_stable_offset=r.last_stable_offset,
+                        log_start_offset=r.log_start_offset,
+                        aborted_transactions=() if req.isolation_level == 1 else None,
+                        records=records,
+                    ),
+                )
+            )
+        remaining = deadline - loop.time()
+        errors = any(pd.error_code for _, pd in parts)
+        if total >= req.min_bytes or remaining <= 0 or errors or not wanted:
+            break
+        await logs.wait_for_data([(t, p.partition) for t, p in wanted], remaining)
+    grouped: dict[str, list[fe.PartitionData]] = {}
+    for topic, pd in parts:
+        grouped.setdefault(topic, []).append(pd)
+    return fe.FetchResponse(
+        error_code=0,
+        session_id=0,
+        responses=tuple(fe.FetchableTopicResponse(topic=t, partitions=tuple(ps)) for t, ps in grouped.items()),
+    )
+
+
+def list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> Any:
+    return asyncio.ensure_future(_list_offsets(ctx, req))
+
+
+async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.ListOffsetsResponse:
+    logs = ctx.broker.logs
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            r = await logs.list_offsets(t.name, p.partition_index, p.timestamp)
+            parts.append(
+                lo.ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=r.error,
+                    timestamp=r.timestamp,
+                    offset=r.offset,
+                    leader_epoch=0 if r.error == 0 and r.offset >= 0 else -1,
+                )
+            )
+        topics.append(lo.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
+    return lo.ListOffsetsResponse(topics=tuple(topics))
+
+
+def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
+    if req.transactional_id is not None:
+        return ip.InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_epoch=-1)
+    return asyncio.ensure_future(_init_producer_id(ctx))
+
+
+async def _init_producer_id(ctx: RequestContext) -> ip.InitProducerIdResponse:
+    pid, epoch = await ctx.broker.logs.init_producer_id()
+    return ip.InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)
+
+
+def offset_for_leader_epoch(ctx: RequestContext, req: ol.OffsetForLeaderEpochRequest) -> ol.OffsetForLeaderEpochResponse:
+    logs = ctx.broker.logs
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            plog = logs.partition(t.topic, p.partition)
+            if plog is None:
+                parts.append(ol.EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition))
+            else:
+                parts.append(
+                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=plog.log_end_offset)
+                )
+        topics.append(ol.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
+    return ol.OffsetForLeaderEpochResponse(topics=tuple(topics))
+
+
+def delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> Any:
+    return asyncio.ensure_future(_delete_topics(ctx, req))
+
+
+async def _delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> dt.DeleteTopicsResponse:
+    logs = ctx.broker.logs
+    if ctx.version >= 6:
+        targets = []
+        for t in req.topics:
+            if t.name is not None:
+                info = logs.topic(t.name)
+            else:
+                info = logs.topic_by_id(t.topic_id)
+            targets.append((t.name, t.topic_id, info))
+    else:
+        targets = [(name, None, logs.topic(name)) for name in req.topic_names]
+    results = []
+    for name, topic_id, info in targets:
+        if info is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if ctx.version >= 6 and name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            results.append(dt.DeletableTopicResult(name=name, topic_id=topic_id or _zero(), error_code=code))
+            continue
+        try:
+            await logs.delete_topic(info.name)
+            code, message = ErrorCode.NONE, None
+        except LogError as exc:
+            code, message = exc.code, exc.message
+        results.append(
+            dt.DeletableTopicResult(
+                name=info.name, topic_id=info.topic_id if ctx.version >= 6 else _zero(), error_code=code,
+                error_message=message if ctx.version >= 5 else None,
+            )
+        )
+    return dt.DeleteTopicsResponse(responses=tuple(results))
+
+
+def _zero() -> Any:
+    import uuid
+
+    return uuid.UUID(int=0)
+
+
+def create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> Any:
+    return asyncio.ensure_future(_create_partitions(ctx, req))
+
+
+async def _create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> cp.CreatePartitionsResponse:
+    logs = ctx.broker.logs
+    results = []
+    for t in req.topics:
+        code, message = ErrorCode.NONE, None
+        info = logs.topic(t.name)
+        if t.assignments:
+            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "manual replica assignment is not supported"
+        elif info is None:
+            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {t.name!r}"
+        elif t.count <= info.partitions:
+            code, message = ErrorCode.INVALID_PARTITIONS, f"topic has {info.partitions} partitions already"
+        elif not req.validate_only:
+            try:
+                await logs.create_partitions(t.name, t.count)
+            except LogError as exc:
+                code, message = exc.code, exc.message
+        results.append(cp.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
+    return cp.CreatePartitionsResponse(results=tuple(results))
