@@ -89,12 +89,24 @@ class Dispatcher:
                 elif fut.exception() is not None:
                     out.set_exception(fut.exception())  # type: ignore[arg-type]
                 else:
-                    out.set_result(encode_response(correlation_id, api_key, version, fut.result()))
+                    result = fut.result()
+                    try:
+                        out.set_result(
+                            None if result is None else encode_response(correlation_id, api_key, version, result)
+                        )
+                    except Exception as exc:
+                        log.exception("cannot encode response", api_key=api_key, version=version)
+                        out.set_exception(exc)
 
             response.add_done_callback(encode)
             out.add_done_callback(lambda o: response.cancel() if o.cancelled() else None)
             return out
-        return encode_response(correlation_id, api_key, version, response)
+        try:
+            return encode_response(correlation_id, api_key, version, response)
+        except Exception:
+            log.exception("cannot encode response", api_key=api_key, version=version)
+            conn.close("internal error")
+            return None
 
     def _unsupported(self, conn: Connection, api_key: int, version: int, correlation_id: int, lo: int,
                      hi: int) -> bytes | None:

@@ -148,7 +148,7 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
                     error_code=r.error,
                     timestamp=r.timestamp,
                     offset=r.offset,
-                    leader_epoch=0 if r.error == 0 and r.offset >= 0 else -1,
+                    leader_epoch=0 if ctx.version >= 4 and r.error == 0 and r.offset >= 0 else -1,
                 )
             )
         topics.append(lo.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
