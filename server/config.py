@@ -108,7 +108,8 @@ _OPTIONS: list[tuple[str, object, str]] = [
     (
         "--log-flush",
         str,
-        "acks-all (default: fsync before acknowledging acks=all writes and commits) or never (leave it to the OS)",
+        "acks-all (default: fsync the topic log before acknowledging acks=all writes) or never (leave it to the "
+        "OS); committed offsets and group metadata are always durable before they are acknowledged",
     ),
     ("--journal", _bool, "write the group event journal under <data-dir>/journal (default true)"),
     ("--journal-max-bytes", int, "rotate journal files at this size (default 67108864)"),
