@@ -158,8 +158,8 @@ def check_batch(buf: bytes | bytearray | memoryview, pos: int, *, verify_crc: bo
 def validate_for_append(header: BatchHeader) -> None:
     """Checks Kafka's log validator makes on a produced v2 batch beyond the CRC.
 
-    The record count must agree with the offset range (a producer never leaves gaps), and clients may not
-    write control batches. Transactional batches are refused: this server has no transaction coordinator,
+    The record count must agree with the offset range (a producer never leaves gaps), clients may not
+    write control batches, and a batch with a producer id needs a sequence. Transactional batches are refused: this server has no transaction coordinator,
     so nothing could ever commit or abort them (Kafka answers INVALID_TXN_STATE for a transactional write to
     a partition not added to a transaction).
     """
@@ -169,6 +169,10 @@ def validate_for_append(header: BatchHeader) -> None:
         raise LogError(ErrorCode.INVALID_RECORD, "inconsistent batch offset range and record count")
     if header.is_control:
         raise LogError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+    if header.has_producer_id and header.base_sequence < 0:
+        raise LogError(
+            ErrorCode.INVALID_RECORD, f"invalid sequence {header.base_sequence} with a producer id"
+        )
     if header.is_transactional:
         raise LogError(ErrorCode.INVALID_TXN_STATE, "transactional produce is not supported")
 

@@ -3,10 +3,11 @@
 It owns the topic registry, one `PartitionLog` per partition, producer-id allocation, the fetch waiters
 and the flusher that implements the flush policy:
 
-* ``"always"`` (default; alias ``"acks-all"``): an acks=all (-1) append is acknowledged only after its bytes are fsynced. Appends
-  arriving while an fsync runs are fsynced together by the next one (group commit), in a worker thread, so
-  the event loop never blocks on the disk. acks=0/1 appends do not wait; the flusher fsyncs them within
-  ``background_flush_ms`` (1 s) or with the next acks=all group commit.
+* ``"always"`` (default; alias ``"acks-all"``): an acks=all (-1) append is acknowledged only after its
+  bytes are fsynced. Appends arriving while an fsync runs are fsynced together by the next one (group
+  commit, `server/log/flush.py`), in worker threads, so the event loop never blocks on the disk. acks=0/1
+  appends do not wait; the flusher fsyncs them within ``background_flush_ms`` (1 s) or with the next
+  acks=all group commit.
 * an int / ``"interval:<ms>"``: fsync dirty partitions every <ms>; no append waits for it.
 * ``"never"``: no fsync while running (the OS writes back when it likes, like Kafka's defaults); files are
   fsynced at clean close. A machine crash can lose acknowledged writes.
@@ -16,17 +17,16 @@ and the flusher that implements the flush policy:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 from protocol.errors import ErrorCode
 from server.log.errors import LogError
+from server.log.flush import Flusher, FlushPolicy
 from server.log.partition import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MAX_BATCH_BYTES,
@@ -45,7 +45,6 @@ from server.log.topics import (
 
 log = logging.getLogger(__name__)
 
-FSYNC_THREADS = 8
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -73,26 +72,6 @@ class OffsetResult(NamedTuple):
     error: ErrorCode
     offset: int
     timestamp: int
-
-
-class FlushPolicy(NamedTuple):
-    kind: Literal["always", "never", "interval"]
-    interval_ms: int = 0
-
-    @classmethod
-    def parse(cls, value: str | int) -> FlushPolicy:
-        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-            ms = int(value)
-            if ms <= 0:
-                raise ValueError("flush interval must be > 0 ms")
-            return cls("interval", ms)
-        if value in ("always", "acks-all"):  # "acks-all" is the CLI's name for it
-            return cls("always")
-        if value == "never":
-            return cls("never")
-        if value.startswith("interval:") and value[9:].isdigit() and int(value[9:]) > 0:
-            return cls("interval", int(value[9:]))
-        raise ValueError(f"unknown flush policy {value!r}: use always, never or interval:<ms>")
 
 
 class LogManager:
@@ -130,25 +109,17 @@ class LogManager:
         self._registry_lock = asyncio.Lock()
         self._producer_ids = ProducerIdAllocator(self.root / "producer_ids.json" if self.root else None)
         # flusher state
-        self._dirty: set[PartitionLog] = set()
-        self._flush_waiters: list[tuple[PartitionLog, int, asyncio.Future[ErrorCode]]] = []
-        self._wakeup = asyncio.Event()
-        self._flush_lock = asyncio.Lock()
-        self._flusher: asyncio.Task[None] | None = None
+        self._flusher: Flusher | None = Flusher(self.policy, background_flush_ms) if self.root else None
         self._data_waiters: dict[PartitionLog, set[asyncio.Future[None]]] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self.fsyncs = 0  # group commits performed (for tests and the bench)
         self._closed = False
-        self._stopping = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def open(self) -> None:
         """Load the registry and recover every partition (in a thread: recovery reads and CRCs files)."""
         if self.root is not None:
             await asyncio.to_thread(self._open_disk)
-        if self.storage == "disk":
-            self._pool = ThreadPoolExecutor(max_workers=FSYNC_THREADS, thread_name_prefix="log-fsync")
-            self._flusher = asyncio.create_task(self._flush_loop(), name="log-flusher")
+        if self._flusher is not None:
+            self._flusher.start()
 
     def _open_disk(self) -> None:
         assert self.root is not None
@@ -176,26 +147,17 @@ class LogManager:
         if self._closed:
             return
         self._closed = True
-        if self._flusher is not None:  # let it finish its current fsync: files must not close under it
-            self._stopping = True
-            self._wakeup.set()
-            await self._flusher
         for plog in self._logs.values():
             while plog.busy:
                 await asyncio.sleep(0.005)
-        if self.storage == "disk":
+        if self._flusher is not None:
             for p in self._logs.values():
                 p.pending_snapshot = p.producers.snapshot(p.next_offset)
-                self._dirty.add(p)
-            await self._flush_once(fsync=True)
-        for fut in [f for _, _, f in self._flush_waiters]:
-            if not fut.done():
-                fut.set_result(ErrorCode.KAFKA_STORAGE_ERROR)
+                self._flusher.mark_dirty(p)
+            await self._flusher.stop()
         for p in self._logs.values():
             self._wake(p)
             p.close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
 
     # -- topics ------------------------------------------------------------------------------------
     def topics(self) -> dict[str, TopicInfo]:
@@ -268,14 +230,19 @@ class LogManager:
             self._topics = new
             self._by_id.pop(info.topic_id, None)
             logs = [self._logs.pop((name, p)) for p in range(info.partitions) if (name, p) in self._logs]
-            async with self._flush_lock:  # no fsync may run on these files while they close
+            for plog in logs:
+                while plog.busy:
+                    await asyncio.sleep(0.005)
+            if self._flusher is not None:
+                async with self._flusher.paused():  # no fsync may run on these files while they close
+                    self._flusher.forget(logs, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    for plog in logs:
+                        plog.close()
+            else:
                 for plog in logs:
-                    self._dirty.discard(plog)
-                    while plog.busy:
-                        await asyncio.sleep(0.005)
                     plog.close()
-                    self._wake(plog)
-                self._fail_waiters(logs, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            for plog in logs:
+                self._wake(plog)
             if self.root is not None:
                 dirs = [plog.directory for plog in logs if plog.directory is not None]
                 await asyncio.to_thread(self._remove_dirs, dirs, info.topic_id.hex)
@@ -335,6 +302,8 @@ class LogManager:
         plog = self._logs.get((topic, partition))
         if plog is None:
             return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+        if self._closed:
+            return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, error_message="log manager is closed")
         if len(records) == 0:
             return AppendResult(ErrorCode.NONE, -1, plog.log_start_offset)
         try:
@@ -343,18 +312,13 @@ class LogManager:
             return AppendResult(e.code, -1, plog.log_start_offset, error_message=e.message)
         if not duplicate:
             self._wake(plog)
-            if self.storage == "disk":
-                self._dirty.add(plog)
-        if acks == -1 and self.policy.kind == "always" and self.storage == "disk":
-            # duplicates wait too: the original might not be durable yet
-            target = base + 1
-            if plog.durable_offset < target:
-                fut: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
-                self._flush_waiters.append((plog, target, fut))
-                self._wakeup.set()
-                err = await fut
-                if err != ErrorCode.NONE:
-                    return AppendResult(err, -1, plog.log_start_offset, error_message=plog.offline_reason)
+            if self._flusher is not None:
+                self._flusher.mark_dirty(plog)
+        if acks == -1 and self.policy.kind == "always" and self._flusher is not None:
+            # a duplicate waits too: the original might not be durable yet
+            err = await self._flusher.wait_durable(plog, base + 1)
+            if err != ErrorCode.NONE:
+                return AppendResult(err, -1, plog.log_start_offset, error_message=plog.offline_reason)
         return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
 
     def read(
@@ -448,96 +412,12 @@ class LogManager:
                     fut.set_result(None)
 
     # -- flushing ----------------------------------------------------------------------------------
+    @property
+    def fsyncs(self) -> int:
+        """Group-commit rounds performed so far (tests and the bench)."""
+        return self._flusher.rounds if self._flusher is not None else 0
+
     async def flush(self) -> None:
-        """Fsync every dirty partition now (tests, benchmarks, shutdown paths)."""
-        await self._flush_once(fsync=True)
-
-    async def _flush_loop(self) -> None:
-        kind = self.policy.kind
-        period = (self.policy.interval_ms if kind == "interval" else self.background_flush_ms) / 1000
-        while not self._stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), period)
-            self._wakeup.clear()
-            if self._stopping:
-                return
-            try:
-                # "never" still writes producer snapshots of rolled segments, without fsyncing the logs
-                await self._flush_once(fsync=kind != "never")
-                # acks=all appends that arrived during that fsync share the next one
-                while self._flush_waiters and not self._stopping:
-                    await self._flush_once(fsync=True)
-            except Exception:  # keep the flusher alive, and never leave an acks=all producer hanging
-                log.exception("flush failed")
-                waiters, self._flush_waiters = self._flush_waiters, []
-                for _, _, fut in waiters:
-                    if not fut.done():
-                        fut.set_result(ErrorCode.KAFKA_STORAGE_ERROR)
-
-    async def _flush_once(self, *, fsync: bool) -> None:
-        async with self._flush_lock:
-            logs = list(self._dirty) if fsync else [p for p in self._dirty if p.pending_snapshot]
-            work = []
-            for plog in logs:
-                if fsync:
-                    self._dirty.discard(plog)
-                    segs, target = plog.begin_flush()
-                else:
-                    segs, target = [], -1
-                snap, plog.pending_snapshot = plog.pending_snapshot, None
-                work.append((plog, segs, target, snap))
-            if work:
-                # one fsync per file, all in parallel: the filesystem folds concurrent fsyncs into one
-                # journal commit (on ext4 8 parallel fsyncs cost ~2 sequential ones)
-                loop = asyncio.get_running_loop()
-                results = await asyncio.gather(
-                    *(loop.run_in_executor(self._pool, _sync_one, w) for w in work)
-                )
-                errors = {w[0]: e for w, e in zip(work, results, strict=True) if e is not None}
-                if fsync:
-                    self.fsyncs += 1
-                for plog, _, target, _ in work:
-                    if plog in errors:
-                        plog.offline_reason = f"fsync failed: {errors[plog]}"
-                        log.error("%s-%d: %s", plog.topic, plog.partition, plog.offline_reason)
-                    elif target > plog.durable_offset:
-                        plog.durable_offset = target
-            self._resolve_waiters()
-
-    def _resolve_waiters(self) -> None:
-        pending = []
-        for plog, target, fut in self._flush_waiters:
-            if fut.done():
-                continue
-            if plog.offline_reason is not None:
-                fut.set_result(ErrorCode.KAFKA_STORAGE_ERROR)
-            elif plog.durable_offset >= target:
-                fut.set_result(ErrorCode.NONE)
-            else:
-                pending.append((plog, target, fut))
-                self._dirty.add(plog)  # appended before a concurrent roll/flush; make sure it is picked up
-        self._flush_waiters = pending
-
-    def _fail_waiters(self, logs: list[PartitionLog], code: ErrorCode) -> None:
-        doomed = set(logs)
-        for plog, _, fut in self._flush_waiters:
-            if plog in doomed and not fut.done():
-                fut.set_result(code)
-        self._flush_waiters = [w for w in self._flush_waiters if w[0] not in doomed]
-
-
-def _sync_one(item: tuple) -> OSError | None:
-    """Thread side of a group commit for one partition: fsync its dirty segments, write its snapshot.
-
-    After a failed fsync the page cache state is unknown (the kernel may have dropped the dirty pages), so
-    the caller takes the partition offline rather than retrying.
-    """
-    plog, segs, _, snap = item
-    try:
-        for seg in segs:
-            seg.fsync()
-        if snap is not None:
-            plog.write_producer_snapshot(snap)
-    except OSError as e:
-        return e
-    return None
+        """Fsync every dirty partition now."""
+        if self._flusher is not None:
+            await self._flusher.flush()

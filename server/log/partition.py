@@ -348,6 +348,8 @@ class PartitionLog:
                 if not data and self.corrupt_offset is not None and offset >= self.corrupt_offset:
                     raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
                 return data
+            if self.corrupt_offset is not None and offset >= self.corrupt_offset:  # found while walking
+                raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
             i += 1
         return b""
 

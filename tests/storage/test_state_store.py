@@ -1,0 +1,168 @@
+"""StateStore implementations: round trip, tombstones, group commit batching, durability, crash safety."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from server.coordinator.records import (
+    GroupMetadataValue,
+    GroupRecord,
+    MemberMetadataValue,
+    OffsetRecord,
+    OffsetValue,
+)
+from server.storage import MemoryStateStore, SqliteStateStore, StateStore, StorageError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def group(gid: str, generation: int = 1) -> GroupRecord:
+    member = MemberMetadataValue(
+        member_id="m-1",
+        group_instance_id=None,
+        client_id="c",
+        client_host="/127.0.0.1",
+        rebalance_timeout_ms=30_000,
+        session_timeout_ms=10_000,
+        subscription=b"\x00\x01sub\xff",
+        assignment=b"",
+    )
+    return GroupRecord(
+        gid, GroupMetadataValue("consumer", generation, "range", "m-1", 1_700_000_000_000, (member,))
+    )
+
+
+def offset(gid: str, topic: str, part: int, off: int) -> OffsetRecord:
+    return OffsetRecord(gid, topic, part, OffsetValue(off, 3, "meta", 1_700_000_000_000, -1))
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    s: StateStore = (
+        MemoryStateStore() if request.param == "memory" else SqliteStateStore(tmp_path / "state.db")
+    )
+    await s.open()
+    yield s
+    await s.close()
+
+
+async def test_round_trip_latest_value_and_tombstones(store: StateStore) -> None:
+    await store.write([group("g1"), offset("g1", "t", 0, 5), offset("g1", "t", 1, 7), group("g2")])
+    await store.write([offset("g1", "t", 0, 6), group("g1", 2), OffsetRecord("g1", "t", 1, None)])
+    # a group tombstone leaves the group's offsets alone: the state machine tombstones them itself
+    await store.write([GroupRecord("g2", None), offset("g2", "u", 3, 1)])
+    loaded = await store.load()
+    assert loaded == [group("g1", 2), offset("g1", "t", 0, 6), offset("g2", "u", 3, 1)]
+    await store.write([])
+
+
+async def test_tombstone_then_value_in_one_write(store: StateStore) -> None:
+    await store.write([offset("g", "t", 0, 1)])
+    await store.write(
+        [OffsetRecord("g", "t", 0, None), offset("g", "t", 0, 2), GroupRecord("h", None), group("h")]
+    )
+    assert await store.load() == [group("h"), offset("g", "t", 0, 2)]
+
+
+async def test_concurrent_writes_are_batched_into_few_transactions(tmp_path: Path) -> None:
+    s = SqliteStateStore(tmp_path / "state.db")
+    await s.open()
+    n = 300
+    await asyncio.gather(*(s.write([offset(f"g{i}", "t", p, i) for p in range(10)]) for i in range(n)))
+    assert s.transactions < n // 5, s.transactions
+    assert len(await s.load()) == n * 10
+    await s.close()
+
+
+async def test_durable_across_reopen_and_sqlite_settings(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    s = SqliteStateStore(path)
+    await s.open()
+    await s.write([group("g"), *(offset("g", "t", p, p * 10) for p in range(100))])
+    await s.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT count(*) FROM offsets").fetchone()[0] == 100
+    conn.close()
+    s = SqliteStateStore(path)
+    await s.open()
+    loaded = await s.load()
+    assert loaded[0] == group("g") and len(loaded) == 101
+    await s.close()
+
+
+async def test_write_after_close_raises(tmp_path: Path) -> None:
+    for s in (MemoryStateStore(), SqliteStateStore(tmp_path / "state.db")):
+        await s.open()
+        await s.close()
+        with pytest.raises(StorageError):
+            await s.write([group("g")])
+
+
+async def test_failed_transaction_raises_storage_error(tmp_path: Path) -> None:
+    s = SqliteStateStore(tmp_path / "state.db")
+    await s.open()
+    bad = OffsetRecord("g", "t", 0, OffsetValue(2**70, 0, "", 0, -1))  # does not fit an SQLite integer
+    results = await asyncio.gather(s.write([bad]), return_exceptions=True)
+    assert isinstance(results[0], StorageError)
+    await s.write([offset("g", "t", 1, 1)])  # the store keeps working
+    assert await s.load() == [offset("g", "t", 1, 1)]
+    await s.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from server.coordinator.records import OffsetRecord, OffsetValue
+    from server.storage import SqliteStateStore
+
+    async def main():
+        s = SqliteStateStore(sys.argv[1])
+        await s.open()
+        recs = [OffsetRecord(f"g{w}", "t", p, OffsetValue(1000 + p, -1, "", 1, -1)) for w in range(20) for p in range(50)]
+        await asyncio.gather(*(s.write(recs[i:i + 50]) for i in range(0, len(recs), 50)))
+        print("written", flush=True)
+        await asyncio.sleep(60)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_crash_right_after_write_keeps_everything(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, env=env, cwd=REPO
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"written"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(10)
+        child.stdout.close()  # type: ignore[union-attr]
+    assert child.returncode == -signal.SIGKILL
+
+    async def reload() -> list:
+        s = SqliteStateStore(path)
+        await s.open()
+        try:
+            return await s.load()
+        finally:
+            await s.close()
+
+    loaded = asyncio.run(reload())
+    assert len(loaded) == 1000
+    assert {(r.group_id, r.partition, r.value.offset) for r in loaded} == {
+        (f"g{w}", p, 1000 + p) for w in range(20) for p in range(50)
+    }
