@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.codec import decode_request, decode_response, encode_request, encode_response  # noqa: E402
-from protocol.messages.heartbeat import HeartbeatRequest  # noqa: E402
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol  # noqa: E402
-from protocol.messages.sync_group import SyncGroupResponse  # noqa: E402
+from protocol.codec import decode_request, decode_response, encode_request, encode_response
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from protocol.messages.sync_group import SyncGroupResponse
 
 MEMBER = "consumer-1-" + "3f2b8c1e-9d4a-4e0b-8c55-1a2b3c4d5e6f"
 
@@ -41,7 +41,9 @@ def main() -> None:
         group_instance_id="instance-7", protocol_type="consumer", protocols=protocols,
     )  # fmt: skip
     rows = []
-    hb = HeartbeatRequest(group_id="orders-service", generation_id=42, member_id=MEMBER, group_instance_id="instance-7")
+    hb = HeartbeatRequest(
+        group_id="orders-service", generation_id=42, member_id=MEMBER, group_instance_id="instance-7"
+    )
     frame = encode_request(12, 4, 1, hb)[4:]
     rows.append(("Heartbeat v4 request", per_call_us(lambda: decode_request(frame)),
                  per_call_us(lambda: encode_request(12, 4, 1, hb))))  # fmt: skip
@@ -50,7 +52,9 @@ def main() -> None:
         fr = encode_request(11, v, 1, body)[4:]
         rows.append((f"JoinGroup v{v} request (2 × 60-byte protocols)", per_call_us(lambda fr=fr: decode_request(fr)),
                      per_call_us(lambda body=body, v=v: encode_request(11, v, 1, body))))  # fmt: skip
-    sync = SyncGroupResponse(error_code=0, protocol_type="consumer", protocol_name="range", assignment=b"\x00" * 64)
+    sync = SyncGroupResponse(
+        error_code=0, protocol_type="consumer", protocol_name="range", assignment=b"\x00" * 64
+    )
     rframe = encode_response(1, 14, 5, sync)[4:]
     rows.append(("SyncGroup v5 response (64-byte assignment)", per_call_us(lambda: decode_response(rframe, 14, 5)),
                  per_call_us(lambda: encode_response(1, 14, 5, sync))))  # fmt: skip

@@ -75,7 +75,9 @@ class Conn:
         return size
 
 
-async def produce_bench(port: int, acks: int, seconds: float, conns: int, per_batch: int) -> tuple[float, int]:
+async def produce_bench(
+    port: int, acks: int, seconds: float, conns: int, per_batch: int
+) -> tuple[float, int]:
     blob = batch(per_batch)
     req = pr.ProduceRequest(acks=acks, timeout_ms=30000, topic_data=(
         pr.TopicProduceData(name="bench", partition_data=(pr.PartitionProduceData(index=0, records=blob),)),))  # fmt: skip
@@ -159,9 +161,11 @@ async def run(port: int, quick: bool) -> list[tuple[str, str]]:
     rows = []
     mbps, _ = await produce_bench(port, 1, secs, conns=4, per_batch=256)
     rows.append(("Produce acks=1, 1 KB records, 256/batch, 4 conns", f"{mbps:.0f} MB/s"))
-    mbps, total = await produce_bench(port, -1, secs, conns=4, per_batch=256)
+    mbps, _total = await produce_bench(port, -1, secs, conns=4, per_batch=256)
     rows.append(("Produce acks=all (fsync before ack), 4 conns", f"{mbps:.0f} MB/s"))
-    rows.append(("Fetch, 1 conn, 4 MB max per partition", f"{await fetch_bench(port, secs, 1 << 40):.0f} MB/s"))
+    rows.append(
+        ("Fetch, 1 conn, 4 MB max per partition", f"{await fetch_bench(port, secs, 1 << 40):.0f} MB/s")
+    )
     rate = await commit_bench(port, secs, conns=64, partitions=100)
     rows.append(("OffsetCommit, durable, 64 groups × 100 partitions", f"{rate:,.0f} offsets/s"))
     return rows

@@ -10,7 +10,7 @@ from typing import Any
 import structlog
 
 from protocol.api import ApiKey
-from server.apis import data, groups, meta, offsets
+from server.apis import data, groups, loading, meta, offsets
 from server.config import ServerConfig
 from server.coordinator.machine import GroupStateMachine
 from server.coordinator.records import Record
@@ -87,6 +87,9 @@ class Broker:
         self.topics: Any = None
         self.logs: Any = None
         self.dispatcher = Dispatcher(self, HANDLERS)
+        self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
+        self.loading = True
+        self.loaded: asyncio.Future | None = None
         self.journal: Journal | None = None
         self._server: asyncio.base_events.Server | None = None
         self._cleanup: asyncio.TimerHandle | None = None
@@ -109,18 +112,28 @@ class Broker:
         self.journal.open(wall_ms())
         self.machine = GroupStateMachine(cfg.coordinator())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
+        # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
+        self._server = await self.loop.create_server(
+            lambda: Connection(self.dispatcher, cfg.socket_request_max_bytes),
+            cfg.host,
+            cfg.port,
+            reuse_address=True,
+        )
+        self.loaded = self.loop.create_task(self._load())
+
+    async def _load(self) -> None:
+        assert self.machine is not None and self.runtime is not None
+        started = wall_ms()
         records = await self.store.load()
         for rec in records:
             self.machine.replay(rec)
         effects = self.machine.finish_load(wall_ms())
         if effects:
             self.runtime._apply(None, effects)
+        self.loading = False
         self._schedule_cleanup()
-        self._server = await self.loop.create_server(
-            lambda: Connection(self.dispatcher, cfg.socket_request_max_bytes),
-            cfg.host,
-            cfg.port,
-            reuse_address=True,
+        log.info(
+            "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
 
     @property
@@ -130,7 +143,9 @@ class Broker:
 
     def _schedule_cleanup(self) -> None:
         assert self.loop is not None
-        self._cleanup = self.loop.call_later(self.config.offsets_retention_check_interval_ms / 1000, self._run_cleanup)
+        self._cleanup = self.loop.call_later(
+            self.config.offsets_retention_check_interval_ms / 1000, self._run_cleanup
+        )
 
     def _run_cleanup(self) -> None:
         assert self.runtime is not None and self.machine is not None
@@ -145,6 +160,9 @@ class Broker:
         """Stop accepting, cancel parked requests, let writes finish, flush the journal and storage."""
         if self._server is not None:
             self._server.close()
+        if self.loaded is not None and not self.loaded.done():
+            with contextlib.suppress(Exception):
+                await self.loaded
         if self._cleanup is not None:
             self._cleanup.cancel()
         for conn in list(self.dispatcher.connections):

@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Run the coordinator. Every option can also be set with the GROUPCOORD_* variable shown.",
     )
     add_serve_arguments(serve)
-    report = sub.add_parser("report", help="turn the event journal into rebalance tables and an HTML report (PySpark)")
+    report = sub.add_parser(
+        "report", help="turn the event journal into rebalance tables and an HTML report (PySpark)"
+    )
     try:
         from pipeline.cli import add_report_arguments
     except ImportError:
@@ -80,6 +82,13 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
         flush=True,
     )
     log.info("started", host=config.host, port=broker.port, data_dir=where)
+    try:
+        await broker.loaded  # type: ignore[misc]
+    except Exception as exc:
+        log.exception("loading the coordinator state failed")
+        print(f"groupcoord: cannot load the state in {where}: {exc}", file=sys.stderr)
+        await broker.stop()
+        return 1
     await stop.wait()
     log.info("stopping")
     await broker.stop()

@@ -31,8 +31,15 @@ Handler = Callable[["RequestContext", Any], Any]
 class RequestContext:
     __slots__ = ("api_key", "broker", "client_host", "client_id", "conn", "correlation_id", "version")
 
-    def __init__(self, broker: Broker, conn: Connection, api_key: int, version: int, correlation_id: int,
-                 client_id: str | None) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        conn: Connection,
+        api_key: int,
+        version: int,
+        correlation_id: int,
+        client_id: str | None,
+    ) -> None:
         self.broker = broker
         self.conn = conn
         self.api_key = api_key
@@ -48,8 +55,10 @@ class Dispatcher:
         self.handlers: dict[int, Handler] = {int(k): v for k, v in handlers.items()}
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
         self.connections: set[Connection] = set()
+        self.while_loading: dict[int, Handler] = {}
         self.api_versions_table = tuple(
-            ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in sorted(self.ranges.items())
+            ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(self.ranges.items())
         )
 
     def dispatch(self, conn: Connection, frame: bytes) -> bytes | asyncio.Future | None:
@@ -72,6 +81,8 @@ class Dispatcher:
             conn.close(str(exc))
             return None
         ctx = RequestContext(self.broker, conn, api_key, version, correlation_id, header.client_id)
+        if self.broker.loading:
+            handler = self.while_loading.get(api_key, handler)
         try:
             response = handler(ctx, request)
         except Exception:
@@ -92,7 +103,9 @@ class Dispatcher:
                     result = fut.result()
                     try:
                         out.set_result(
-                            None if result is None else encode_response(correlation_id, api_key, version, result)
+                            None
+                            if result is None
+                            else encode_response(correlation_id, api_key, version, result)
                         )
                     except Exception as exc:
                         log.exception("cannot encode response", api_key=api_key, version=version)
@@ -108,8 +121,9 @@ class Dispatcher:
             conn.close("internal error")
             return None
 
-    def _unsupported(self, conn: Connection, api_key: int, version: int, correlation_id: int, lo: int,
-                     hi: int) -> bytes | None:
+    def _unsupported(
+        self, conn: Connection, api_key: int, version: int, correlation_id: int, lo: int, hi: int
+    ) -> bytes | None:
         if api_key == ApiKey.API_VERSIONS:
             # KIP-511: answer at v0 with our ApiVersions range, so the client can retry at a version we speak
             body = ApiVersionsResponse(
@@ -117,12 +131,24 @@ class Dispatcher:
                 api_keys=(ApiVersion(api_key=int(ApiKey.API_VERSIONS), min_version=lo, max_version=hi),),
             )
             return encode_response(correlation_id, api_key, 0, body)
-        log.warning("unsupported version", api_key=api_key, version=version, supported=f"{lo}-{hi}",
-                    peer=f"{conn.peer_host}:{conn.peer_port}")
+        log.warning(
+            "unsupported version",
+            api_key=api_key,
+            version=version,
+            supported=f"{lo}-{hi}",
+            peer=f"{conn.peer_host}:{conn.peer_port}",
+        )
         # answered at the nearest version we can encode; a client that negotiated versions never gets here
         nearest = min(max(version, lo), hi)
         cls = RESPONSES[api_key]
-        body = cls(error_code=int(ErrorCode.UNSUPPORTED_VERSION)) if hasattr(cls(), "error_code") else cls()
+        error_code = next((s for s in cls.__kafka_fields__ if s.name == "error_code"), None)
+        if error_code is None or nearest not in error_code.versions:
+            # no top-level error code at that version: an empty body would read as success, so close (as Kafka does)
+            conn.close(
+                f"unsupported version {version} of API {api_key}, and no error code to say so at v{nearest}"
+            )
+            return None
+        body = cls(error_code=int(ErrorCode.UNSUPPORTED_VERSION))
         try:
             return encode_response(correlation_id, api_key, nearest, body)
         except Exception:

@@ -41,7 +41,9 @@ FIELDS = (
 
 
 class Journal:
-    def __init__(self, directory: Path | None, max_bytes: int = 64 * 1024 * 1024, interval: float = 0.2) -> None:
+    def __init__(
+        self, directory: Path | None, max_bytes: int = 64 * 1024 * 1024, interval: float = 0.2
+    ) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
         self.interval = interval

@@ -103,7 +103,9 @@ class ExternalServer:
         self.port = int(port)
 
     def _cannot(self, what: str) -> None:
-        pytest.skip(f"{what} needs a server process this test run starts itself (GROUPCOORD_BOOTSTRAP is set)")
+        pytest.skip(
+            f"{what} needs a server process this test run starts itself (GROUPCOORD_BOOTSTRAP is set)"
+        )
 
     @property
     def data_dir(self) -> Path:

@@ -127,7 +127,9 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
     return fe.FetchResponse(
         error_code=0,
         session_id=0,
-        responses=tuple(fe.FetchableTopicResponse(topic=t, partitions=tuple(ps)) for t, ps in grouped.items()),
+        responses=tuple(
+            fe.FetchableTopicResponse(topic=t, partitions=tuple(ps)) for t, ps in grouped.items()
+        ),
     )
 
 
@@ -157,7 +159,9 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
 
 def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
     if req.transactional_id is not None:
-        return ip.InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_epoch=-1)
+        return ip.InitProducerIdResponse(
+            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_epoch=-1
+        )
     return asyncio.ensure_future(_init_producer_id(ctx))
 
 
@@ -166,7 +170,9 @@ async def _init_producer_id(ctx: RequestContext) -> ip.InitProducerIdResponse:
     return ip.InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)
 
 
-def offset_for_leader_epoch(ctx: RequestContext, req: ol.OffsetForLeaderEpochRequest) -> ol.OffsetForLeaderEpochResponse:
+def offset_for_leader_epoch(
+    ctx: RequestContext, req: ol.OffsetForLeaderEpochRequest
+) -> ol.OffsetForLeaderEpochResponse:
     logs = ctx.broker.logs
     topics = []
     for t in req.topics:
@@ -174,10 +180,14 @@ def offset_for_leader_epoch(ctx: RequestContext, req: ol.OffsetForLeaderEpochReq
         for p in t.partitions:
             plog = logs.partition(t.topic, p.partition)
             if plog is None:
-                parts.append(ol.EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition))
+                parts.append(
+                    ol.EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition)
+                )
             else:
                 parts.append(
-                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=plog.log_end_offset)
+                    ol.EpochEndOffset(
+                        error_code=0, partition=p.partition, leader_epoch=0, end_offset=plog.log_end_offset
+                    )
                 )
         topics.append(ol.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
     return ol.OffsetForLeaderEpochResponse(topics=tuple(topics))
@@ -192,17 +202,18 @@ async def _delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> dt
     if ctx.version >= 6:
         targets = []
         for t in req.topics:
-            if t.name is not None:
-                info = logs.topic(t.name)
-            else:
-                info = logs.topic_by_id(t.topic_id)
+            info = logs.topic(t.name) if t.name is not None else logs.topic_by_id(t.topic_id)
             targets.append((t.name, t.topic_id, info))
     else:
         targets = [(name, None, logs.topic(name)) for name in req.topic_names]
     results = []
     for name, topic_id, info in targets:
         if info is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if ctx.version >= 6 and name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            code = (
+                ErrorCode.UNKNOWN_TOPIC_ID
+                if ctx.version >= 6 and name is None
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
             results.append(dt.DeletableTopicResult(name=name, topic_id=topic_id or _zero(), error_code=code))
             continue
         try:
@@ -212,7 +223,9 @@ async def _delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> dt
             code, message = exc.code, exc.message
         results.append(
             dt.DeletableTopicResult(
-                name=info.name, topic_id=info.topic_id if ctx.version >= 6 else _zero(), error_code=code,
+                name=info.name,
+                topic_id=info.topic_id if ctx.version >= 6 else _zero(),
+                error_code=code,
                 error_message=message if ctx.version >= 5 else None,
             )
         )
@@ -229,7 +242,9 @@ def create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> A
     return asyncio.ensure_future(_create_partitions(ctx, req))
 
 
-async def _create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> cp.CreatePartitionsResponse:
+async def _create_partitions(
+    ctx: RequestContext, req: cp.CreatePartitionsRequest
+) -> cp.CreatePartitionsResponse:
     logs = ctx.broker.logs
     results = []
     for t in req.topics:

@@ -48,7 +48,10 @@ def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
 def _broker(ctx: RequestContext) -> MetadataResponseBroker:
     b = ctx.broker
     return MetadataResponseBroker(
-        node_id=b.config.node_id, host=b.config.public_host, port=b.config.public_port, rack=b.config.broker_rack
+        node_id=b.config.node_id,
+        host=b.config.public_host,
+        port=b.config.public_port,
+        rack=b.config.broker_rack,
     )
 
 
@@ -60,7 +63,12 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     parts = tuple(
         MetadataResponsePartition(
-            error_code=0, partition_index=p, leader_id=node, leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,)
+            error_code=0,
+            partition_index=p,
+            leader_id=node,
+            leader_epoch=0,
+            replica_nodes=(node,),
+            isr_nodes=(node,),
         )
         for p in range(info.partitions)
     )
@@ -85,7 +93,9 @@ def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
                 continue
             wanted.append(t.name)
         auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
-        missing = [n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)]
+        missing = [
+            n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)
+        ]
     if missing:
         return asyncio.ensure_future(_create_then_answer(ctx, wanted, missing))
     return _metadata_response(ctx, wanted)
@@ -121,7 +131,10 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
         error, message = ErrorCode.NONE, None
     elif req.key_type in (1, 2):
         kind = "transaction" if req.key_type == 1 else "share-group"
-        error, message = ErrorCode.INVALID_REQUEST, f"groupcoord coordinates consumer groups only, not {kind} keys"
+        error, message = (
+            ErrorCode.INVALID_REQUEST,
+            f"groupcoord coordinates consumer groups only, not {kind} keys",
+        )
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {req.key_type}"
     ok = error == ErrorCode.NONE
@@ -129,11 +142,15 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
     if ctx.version >= 4:
         return FindCoordinatorResponse(
             coordinators=tuple(
-                Coordinator(key=k, node_id=node, host=host, port=port, error_code=error, error_message=message)
+                Coordinator(
+                    key=k, node_id=node, host=host, port=port, error_code=error, error_message=message
+                )
                 for k in req.coordinator_keys
             )
         )
-    return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node, host=host, port=port)
+    return FindCoordinatorResponse(
+        error_code=error, error_message=message, node_id=node, host=host, port=port
+    )
 
 
 def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
@@ -151,9 +168,15 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
         if t.name in seen:
             error, message = ErrorCode.INVALID_REQUEST, "topic named twice in one request"
         elif t.replication_factor not in (1, -1):
-            error, message = ErrorCode.INVALID_REPLICATION_FACTOR, "groupcoord has one broker: use replication factor 1"
+            error, message = (
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "groupcoord has one broker: use replication factor 1",
+            )
         elif t.assignments:
-            error, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "manual replica assignment is not supported"
+            error, message = (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "manual replica assignment is not supported",
+            )
         else:
             try:
                 if req.validate_only:

@@ -44,7 +44,9 @@ def generation(c: AIOKafkaConsumer) -> int:
     return c._coordinator.generation
 
 
-async def settled(consumers: list[AIOKafkaConsumer], expected: set[tuple[str, int]], timeout: float = 30) -> None:
+async def settled(
+    consumers: list[AIOKafkaConsumer], expected: set[tuple[str, int]], timeout: float = 30
+) -> None:
     def ok() -> bool:
         gens = {generation(c) for c in consumers}
         return len(gens) == 1 and exact_cover([owned(c) for c in consumers], expected)
@@ -102,7 +104,9 @@ CHILD = textwrap.dedent(
 )
 
 
-async def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebalance(groupcoord_server) -> None:
+async def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebalance(
+    groupcoord_server,
+) -> None:
     bootstrap = groupcoord_server.bootstrap
     await create_topic(bootstrap, "k", 4)
     everything = {("k", p) for p in range(4)}
@@ -127,7 +131,9 @@ async def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebala
         await survivor.stop()
 
 
-async def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(groupcoord_server) -> None:
+async def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
+    groupcoord_server,
+) -> None:
     bootstrap = groupcoord_server.bootstrap
     await create_topic(bootstrap, "s", 4)
     everything = {("s", p) for p in range(4)}
@@ -142,7 +148,9 @@ async def test_static_member_restarted_inside_its_session_timeout_causes_no_reba
         await b.stop()  # a static aiokafka member sends no LeaveGroup
         b2 = consumer(bootstrap, "s", "g-static", group_instance_id="b", session_timeout_ms=10000)
         await b2.start()
-        await wait_for(lambda: owned(b2) == b_parts, 20, "the restarted static member to get its partitions back")
+        await wait_for(
+            lambda: owned(b2) == b_parts, 20, "the restarted static member to get its partitions back"
+        )
         await asyncio.sleep(1.5)  # a rebalance, had there been one, would have bumped the generation by now
         assert generation(a) == gen
         assert generation(b2) == gen
@@ -196,7 +204,13 @@ async def test_describe_list_and_delete_groups_through_the_admin_clients(groupco
         assert ("g-admin", "consumer") in [(g[0], g[1]) for g in listed]
         described = (await admin.describe_consumer_groups(["g-admin"]))[0].groups[0]
         error_code, group_id, state, protocol_type, protocol, members = described[:6]
-        assert (error_code, group_id, state, protocol_type, protocol) == (0, "g-admin", "Stable", "consumer", "roundrobin")
+        assert (error_code, group_id, state, protocol_type, protocol) == (
+            0,
+            "g-admin",
+            "Stable",
+            "consumer",
+            "roundrobin",
+        )
         assert len(members) == 1
         refused = await asyncio.to_thread(kp_admin.delete_groups, ["g-admin"])
         assert refused == {"g-admin": NonEmptyGroupError.__name__}

@@ -78,7 +78,9 @@ async def test_acknowledged_records_and_commits_survive_a_restart(groupcoord_ser
 async def test_committed_offsets_survive_sigkill_and_are_fetched_back(groupcoord_server) -> None:
     srv = groupcoord_server
     await create(srv.bootstrap, "marks", 3)
-    c = AIOKafkaConsumer("marks", bootstrap_servers=srv.bootstrap, group_id="marker", enable_auto_commit=False)
+    c = AIOKafkaConsumer(
+        "marks", bootstrap_servers=srv.bootstrap, group_id="marker", enable_auto_commit=False
+    )
     await c.start()
     try:
         for _ in range(100):
@@ -90,7 +92,9 @@ async def test_committed_offsets_survive_sigkill_and_are_fetched_back(groupcoord
         await c.stop()
     srv.kill()
     srv.start()
-    c = AIOKafkaConsumer("marks", bootstrap_servers=srv.bootstrap, group_id="marker", enable_auto_commit=False)
+    c = AIOKafkaConsumer(
+        "marks", bootstrap_servers=srv.bootstrap, group_id="marker", enable_auto_commit=False
+    )
     await c.start()
     try:
         for p in range(3):
@@ -99,7 +103,9 @@ async def test_committed_offsets_survive_sigkill_and_are_fetched_back(groupcoord
         await c.stop()
 
 
-async def test_a_torn_tail_on_disk_is_truncated_and_everything_acknowledged_is_served(groupcoord_server) -> None:
+async def test_a_torn_tail_on_disk_is_truncated_and_everything_acknowledged_is_served(
+    groupcoord_server,
+) -> None:
     srv = groupcoord_server
     await create(srv.bootstrap, "torn", 1)
     values = [f"v{i}".encode() for i in range(50)]

@@ -1,0 +1,105 @@
+"""Answers while the coordinator state is still loading from disk (spec §2.2, §3.1, §4.1, §6, §7).
+
+The listener opens before `state.db` has been replayed, so clients can connect at once; until the load is
+done, group APIs get COORDINATOR_LOAD_IN_PROGRESS (clients retry it), except Heartbeat, which Kafka answers
+NONE so that members don't rejoin because of a coordinator restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from protocol.api import ApiKey
+from protocol.errors import ErrorCode
+from protocol.messages import delete_groups as dl
+from protocol.messages import describe_groups as dg
+from protocol.messages import heartbeat as hb
+from protocol.messages import join_group as jg
+from protocol.messages import leave_group as lv
+from protocol.messages import list_groups as lg
+from protocol.messages import offset_commit as oc
+from protocol.messages import offset_fetch as of
+from protocol.messages import sync_group as sg
+
+if TYPE_CHECKING:
+    from server.dispatch import RequestContext
+
+LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def _join(ctx: RequestContext, req: jg.JoinGroupRequest) -> jg.JoinGroupResponse:
+    return jg.JoinGroupResponse(
+        error_code=LOADING, member_id=req.member_id, protocol_name="" if ctx.version < 7 else None
+    )
+
+
+def _sync(ctx: RequestContext, req: sg.SyncGroupRequest) -> sg.SyncGroupResponse:
+    return sg.SyncGroupResponse(error_code=LOADING)
+
+
+def _heartbeat(ctx: RequestContext, req: hb.HeartbeatRequest) -> hb.HeartbeatResponse:
+    return hb.HeartbeatResponse(error_code=ErrorCode.NONE)
+
+
+def _leave(ctx: RequestContext, req: lv.LeaveGroupRequest) -> lv.LeaveGroupResponse:
+    return lv.LeaveGroupResponse(error_code=LOADING)
+
+
+def _commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> oc.OffsetCommitResponse:
+    from server.apis.offsets import _commit_errors
+
+    return _commit_errors(req, LOADING)
+
+
+def _fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> of.OffsetFetchResponse:
+    if ctx.version >= 8:
+        return of.OffsetFetchResponse(groups=tuple(of.OffsetFetchResponseGroup(group_id=g.group_id, error_code=LOADING)
+                                                   for g in req.groups))  # fmt: skip
+    if ctx.version >= 2:
+        return of.OffsetFetchResponse(error_code=LOADING)
+    return of.OffsetFetchResponse(
+        topics=tuple(
+            of.OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    of.OffsetFetchResponsePartition(
+                        partition_index=p, committed_offset=-1, metadata="", error_code=LOADING
+                    )
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in req.topics or ()
+        )
+    )
+
+
+def _describe(ctx: RequestContext, req: dg.DescribeGroupsRequest) -> dg.DescribeGroupsResponse:
+    return dg.DescribeGroupsResponse(
+        groups=tuple(dg.DescribedGroup(error_code=LOADING, group_id=g) for g in req.groups)
+    )
+
+
+def _list(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroupsResponse:
+    return lg.ListGroupsResponse(error_code=LOADING)
+
+
+def _delete(ctx: RequestContext, req: dl.DeleteGroupsRequest) -> dl.DeleteGroupsResponse:
+    return dl.DeleteGroupsResponse(
+        results=tuple(
+            dl.DeletableGroupResult(group_id=g, error_code=LOADING) for g in dict.fromkeys(req.groups_names)
+        )
+    )
+
+
+WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
+    ApiKey.JOIN_GROUP: _join,
+    ApiKey.SYNC_GROUP: _sync,
+    ApiKey.HEARTBEAT: _heartbeat,
+    ApiKey.LEAVE_GROUP: _leave,
+    ApiKey.OFFSET_COMMIT: _commit,
+    ApiKey.OFFSET_FETCH: _fetch,
+    ApiKey.DESCRIBE_GROUPS: _describe,
+    ApiKey.LIST_GROUPS: _list,
+    ApiKey.DELETE_GROUPS: _delete,
+}
