@@ -11,13 +11,14 @@ import struct
 from typing import Any
 
 from protocol.api import ApiKey
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, EncodeError
 from protocol.headers import RequestHeader, ResponseHeader
 from protocol.messages import REQUESTS, RESPONSES
-from protocol.schema import codec, decode_from, encode_into
+from protocol.schema import _CODECS, codec, decode_from, encode_into
 
 _PREFIX = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
+_I16 = struct.Struct(">h")
 _CORR_V0 = struct.Struct(">ii")  # size, correlation id
 
 
@@ -28,9 +29,16 @@ def peek(frame: bytes) -> tuple[int, int, int]:
     return _PREFIX.unpack_from(frame, 0)
 
 
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
+
+
 def is_flexible(api_key: int, api_version: int) -> bool:
-    cls = REQUESTS.get(api_key)
-    return cls is not None and api_version in cls.FLEXIBLE_VERSIONS
+    key = (api_key, api_version)
+    flexible = _FLEXIBLE.get(key)
+    if flexible is None:
+        cls = REQUESTS.get(api_key)
+        flexible = _FLEXIBLE[key] = cls is not None and api_version in cls.FLEXIBLE_VERSIONS
+    return flexible
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -45,10 +53,26 @@ def response_header_version(api_key: int, api_version: int) -> int:
 
 def decode_request(frame: bytes) -> tuple[RequestHeader, Any]:
     """Header and body of a request frame; the API and version must be ones the codec declares."""
-    api_key, api_version, _ = peek(frame)
+    api_key, api_version, correlation_id = peek(frame)
     cls = REQUESTS.get(api_key)
     if cls is None:
         raise DecodeError(f"api key {api_key}", api_version, 0, "unknown API")
+    # The header's fixed prefix is already read; its client id and (v2) empty tag section are read here
+    # directly, the common case, and through the declared header codec otherwise.
+    n = _I16.unpack_from(frame, 8)[0] if len(frame) >= 10 else -2
+    pos = 10 + max(n, 0)
+    flexible = is_flexible(api_key, api_version)
+    if n >= -1 and len(frame) > pos - (0 if flexible else 1) and (not flexible or frame[pos] == 0):
+        try:
+            client_id = None if n == -1 else frame[10:pos].decode("utf-8")
+        except UnicodeDecodeError:
+            client_id = ""
+            n = -2
+        if n >= -1:
+            header = RequestHeader(api_key, api_version, correlation_id, client_id)
+            stream = io.BytesIO(frame)
+            stream.seek(pos + 1 if flexible else pos)
+            return header, decode_from(cls, stream, api_version, len(frame))
     stream = io.BytesIO(frame)
     header = decode_from_partial(RequestHeader, stream, request_header_version(api_key, api_version))
     body = decode_from(cls, stream, api_version, len(frame))
@@ -66,13 +90,19 @@ def decode_from_partial(cls: type, stream: io.BytesIO, version: int) -> Any:
 
 def encode_response(correlation_id: int, api_key: int, api_version: int, body: Any) -> bytes:
     """A whole response frame, size prefix included."""
+    c = _CODECS.get((type(body), api_version))
+    if c is None:
+        c = codec(type(body), api_version)
     stream = io.BytesIO()
-    if response_header_version(api_key, api_version) == 0:
-        stream.write(_CORR_V0.pack(0, correlation_id))
-    else:
-        stream.write(_CORR_V0.pack(0, correlation_id))
+    stream.write(_CORR_V0.pack(0, correlation_id))
+    if response_header_version(api_key, api_version) == 1:
         stream.write(b"\x00")  # response header v1: no tagged fields
-    encode_into(body, stream, api_version)
+    try:
+        c.build(body, stream, None)
+    except EncodeError:
+        raise
+    except Exception as exc:
+        raise EncodeError(f"cannot encode {c.name} v{api_version}: {exc}") from exc
     data = stream.getbuffer()
     _SIZE.pack_into(data, 0, len(data) - 4)
     del data

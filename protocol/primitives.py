@@ -43,31 +43,31 @@ def r_exact(io: BinaryIO, n: int) -> bytes:
 
 
 def r_i8(io: BinaryIO) -> int:
-    return _S_I8.unpack(r_exact(io, 1))[0]
+    return _S_I8.unpack(io.read(1))[0]  # a short read raises struct.error
 
 
 def r_i16(io: BinaryIO) -> int:
-    return _S_I16.unpack(r_exact(io, 2))[0]
+    return _S_I16.unpack(io.read(2))[0]  # a short read raises struct.error
 
 
 def r_u16(io: BinaryIO) -> int:
-    return _S_U16.unpack(r_exact(io, 2))[0]
+    return _S_U16.unpack(io.read(2))[0]  # a short read raises struct.error
 
 
 def r_i32(io: BinaryIO) -> int:
-    return _S_I32.unpack(r_exact(io, 4))[0]
+    return _S_I32.unpack(io.read(4))[0]  # a short read raises struct.error
 
 
 def r_u32(io: BinaryIO) -> int:
-    return _S_U32.unpack(r_exact(io, 4))[0]
+    return _S_U32.unpack(io.read(4))[0]  # a short read raises struct.error
 
 
 def r_i64(io: BinaryIO) -> int:
-    return _S_I64.unpack(r_exact(io, 8))[0]
+    return _S_I64.unpack(io.read(8))[0]  # a short read raises struct.error
 
 
 def r_f64(io: BinaryIO) -> float:
-    return _S_F64.unpack(r_exact(io, 8))[0]
+    return _S_F64.unpack(io.read(8))[0]  # a short read raises struct.error
 
 
 def r_bool(io: BinaryIO) -> bool:
@@ -115,10 +115,16 @@ def _utf8(data: bytes) -> str:
 
 
 def r_string(io: BinaryIO) -> str:
-    n = _S_I16.unpack(r_exact(io, 2))[0]
+    n = _S_I16.unpack(io.read(2))[0]
     if n < 0:
         raise WireError("null where a string is required")
-    return _utf8(r_exact(io, n))
+    data = io.read(n)
+    if len(data) != n:
+        raise WireError(f"needed {n} bytes, {len(data)} left")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WireError(f"invalid UTF-8 in string: {exc.reason}") from None
 
 
 def r_nstring(io: BinaryIO) -> str | None:
@@ -131,10 +137,18 @@ def r_nstring(io: BinaryIO) -> str | None:
 
 
 def r_cstring(io: BinaryIO) -> str:
-    n = r_uvarint(io)
+    b = io.read(1)
+    n = b[0] if b and b[0] < 0x80 else (io.seek(-len(b), 1), r_uvarint(io))[1]
     if n == 0:
         raise WireError("null where a compact string is required")
-    return _utf8(r_exact(io, n - 1))
+    n -= 1
+    data = io.read(n)
+    if len(data) != n:
+        raise WireError(f"needed {n} bytes, {len(data)} left")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WireError(f"invalid UTF-8 in string: {exc.reason}") from None
 
 
 def r_ncstring(io: BinaryIO) -> str | None:

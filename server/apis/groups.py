@@ -39,6 +39,8 @@ def then(src: Any, convert: Any) -> Any:
     """Apply `convert` to a value, or to the result of a future (returning a new future)."""
     if not isinstance(src, asyncio.Future):
         return convert(src)
+    if src.done() and not src.cancelled() and src.exception() is None:
+        return convert(src.result())  # answered at once (e.g. MEMBER_ID_REQUIRED): no callback round trip
     out = asyncio.get_running_loop().create_future()
 
     def done(f: asyncio.Future) -> None:
