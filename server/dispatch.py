@@ -89,11 +89,15 @@ class Dispatcher:
             log.exception("handler failed", api_key=api_key, version=version)
             conn.close("internal error")
             return None
-        if isinstance(response, asyncio.Future) and response.done() and not response.cancelled():
-            if response.exception() is None:
-                response = response.result()
-                if response is None:
-                    return None
+        if (
+            isinstance(response, asyncio.Future)
+            and response.done()
+            and not response.cancelled()
+            and response.exception() is None
+        ):
+            response = response.result()
+            if response is None:
+                return None
         if isinstance(response, asyncio.Future):
             out = asyncio.get_running_loop().create_future()
 

@@ -79,3 +79,159 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+# --- additions for the kafka-python / confluent-kafka / mixed / bad-input suites ---
+
+
+class PollingThread:
+    """A thread that owns one blocking client (kafka-python or confluent-kafka consumer).
+
+    Neither client may be used from two threads at once (confluent's `assignment()` even blocks while another
+    thread sits in `poll()`), so everything happens on the owning thread: it builds the client, polls it, and
+    after every poll stores `snapshot(client)` in `.state`; `call(fn)` runs `fn(client)` there between polls.
+    """
+
+    def __init__(
+        self,
+        make: Callable[[], Any],
+        poll: Callable[[Any], Any],
+        snapshot: Callable[[Any], Any],
+        on_records: Callable[[Any], None] | None = None,
+        name: str = "poller",
+    ) -> None:
+        import queue
+        import threading
+
+        self._make, self._poll, self._snapshot, self._on_records = make, poll, snapshot, on_records
+        self._calls: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self.state: Any = None
+        self.error: BaseException | None = None
+        self.client: Any = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import concurrent.futures
+
+        try:
+            self.client = self._make()
+        except BaseException as exc:
+            self.error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        while not self._stop.is_set():
+            while not self._calls.empty():
+                fn, fut = self._calls.get_nowait()
+                if fut.set_running_or_notify_cancel():
+                    try:
+                        fut.set_result(fn(self.client))
+                    except BaseException as exc:
+                        fut.set_exception(exc)
+            try:
+                records = self._poll(self.client)
+                if self._on_records is not None and records:
+                    self._on_records(records)
+                self.state = self._snapshot(self.client)
+            except BaseException as exc:  # keep polling; the test sees the error
+                self.error = exc
+        # drain calls made after stop (close)
+        while not self._calls.empty():
+            fn, fut = self._calls.get_nowait()
+            fut.set_exception(concurrent.futures.CancelledError())
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        if not self._ready.wait(timeout):
+            raise AssertionError("client thread did not start")
+        if self.error is not None:
+            raise self.error
+
+    def call(self, fn: Callable[[Any], Any], timeout: float = 20.0) -> Any:
+        import concurrent.futures
+
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.put((fn, fut))
+        return fut.result(timeout)
+
+    def stop(self, close: Callable[[Any], Any] | None = None, timeout: float = 20.0) -> None:
+        """Stop polling; then `close(client)` on the owning thread's behalf (after the loop has ended)."""
+        if not self._thread.is_alive():
+            return
+        self._stop.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise AssertionError("client thread did not stop")
+        if close is not None and self.client is not None:
+            close(self.client)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+
+def journal_events(data_dir: Any, group: str | None = None) -> list[dict[str, Any]]:
+    """The server's group event journal (`<data_dir>/journal/*.jsonl`), in `seq` order. Lines are flushed at
+    least every 200 ms while the server runs; the last line of a file may be partly written, so it is skipped."""
+    import json
+    from pathlib import Path
+
+    events: list[dict[str, Any]] = []
+    for path in sorted((Path(data_dir) / "journal").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if group is None or e.get("group") == group:
+                events.append(e)
+    return sorted(events, key=lambda e: e["seq"])
+
+
+def describe_group(host: str, port: int, group: str) -> dict[str, Any]:
+    """DescribeGroups v4 over a fresh raw connection: state, protocol, members with decoded assignments."""
+    from protocol.consumer import decode_assignment
+    from protocol.messages.describe_groups import DescribeGroupsRequest
+
+    c = RawClient(host, port)
+    try:
+        g = c.request(15, 4, DescribeGroupsRequest(groups=(group,))).groups[0]
+    finally:
+        c.close()
+    members = {}
+    for m in g.members:
+        parts: set[tuple[str, int]] = set()
+        if m.member_assignment:
+            for tp in decode_assignment(m.member_assignment).assigned_partitions:
+                parts |= {(tp.topic, p) for p in tp.partitions}
+        members[m.member_id] = {
+            "client_id": m.client_id,
+            "instance": m.group_instance_id,
+            "partitions": parts,
+        }
+    return {
+        "error": g.error_code,
+        "state": g.group_state,
+        "protocol_type": g.protocol_type,
+        "protocol": g.protocol_data,
+        "members": members,
+    }
+
+
+def range_assign(
+    member_ids: Iterable[str], topic_partitions: dict[str, int]
+) -> dict[str, set[tuple[str, int]]]:
+    """Kafka's RangeAssignor for members that all subscribe to every topic: per topic, members sorted by id,
+    each gets a contiguous run; the first `partitions % members` get one extra."""
+    members = sorted(member_ids)
+    out: dict[str, set[tuple[str, int]]] = {m: set() for m in members}
+    for topic, count in topic_partitions.items():
+        per, extra = divmod(count, len(members))
+        start = 0
+        for i, m in enumerate(members):
+            n = per + (1 if i < extra else 0)
+            out[m] |= {(topic, p) for p in range(start, start + n)}
+            start += n
+    return out
