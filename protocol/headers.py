@@ -15,7 +15,7 @@ class RequestHeader:
     request_api_key: int = f(INT16, "0+")
     request_api_version: int = f(INT16, "0+")
     correlation_id: int = f(INT32, "0+")
-    client_id: str | None = f(STRING, "1+", nullable="1+", default=None, flexible=False)
+    client_id: str | None = f(STRING, "1+", nullable="1+", default="", flexible=False)
 
 
 @message(-1, "header", valid="0-1", flexible="1+")

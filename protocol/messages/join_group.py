@@ -24,12 +24,12 @@ class JoinGroupRequestProtocol:
 class JoinGroupRequest:
     group_id: str = f(STRING, "0+")
     session_timeout_ms: int = f(INT32, "0+")
-    rebalance_timeout_ms: int = f(INT32, "1+", default=-1)
+    rebalance_timeout_ms: int = f(INT32, "1+", default=-1, ignorable=True)
     member_id: str = f(STRING, "0+")
     group_instance_id: str | None = f(STRING, "5+", nullable="5+", default=None)
     protocol_type: str = f(STRING, "0+")
     protocols: tuple[JoinGroupRequestProtocol, ...] = f(array(JoinGroupRequestProtocol), "0+")
-    reason: str | None = f(STRING, "8+", nullable="8+", default=None)
+    reason: str | None = f(STRING, "8+", nullable="8+", default=None, ignorable=True)
 
 
 @struct

@@ -15,7 +15,7 @@ from protocol.schema import INT16, INT32, STRING, array, f, message, struct
 class MemberIdentity:
     member_id: str = f(STRING, "3+")
     group_instance_id: str | None = f(STRING, "3+", nullable="3+", default=None)
-    reason: str | None = f(STRING, "5+", nullable="5+", default=None)
+    reason: str | None = f(STRING, "5+", nullable="5+", default=None, ignorable=True)
 
 
 @message(13, "request", valid="0-5", flexible="4+")

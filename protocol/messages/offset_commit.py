@@ -18,7 +18,7 @@ class OffsetCommitRequestPartition:
     partition_index: int = f(INT32, "0+")
     committed_offset: int = f(INT64, "0+")
     committed_leader_epoch: int = f(INT32, "6+", default=-1, ignorable=True)
-    commit_timestamp: int = f(INT64, "1", default=-1, ignorable=True)
+    commit_timestamp: int = f(INT64, "1", default=-1)
     committed_metadata: str | None = f(STRING, "0+", nullable="0+")
 
 
@@ -33,7 +33,7 @@ class OffsetCommitRequest:
     group_id: str = f(STRING, "0+")
     generation_id_or_member_epoch: int = f(INT32, "1+", default=-1, ignorable=True)
     member_id: str = f(STRING, "1+", ignorable=True)
-    group_instance_id: str | None = f(STRING, "7+", nullable="7+", default=None, ignorable=True)
+    group_instance_id: str | None = f(STRING, "7+", nullable="7+", default=None)
     retention_time_ms: int = f(INT64, "2-4", default=-1, ignorable=True)
     topics: tuple[OffsetCommitRequestTopic, ...] = f(array(OffsetCommitRequestTopic), "0+")
 

@@ -29,8 +29,8 @@ class OffsetFetchRequestTopics:
 @struct
 class OffsetFetchRequestGroup:
     group_id: str = f(STRING, "8+")
-    member_id: str | None = f(STRING, "9+", nullable="9+", default=None)
-    member_epoch: int = f(INT32, "9+", default=-1)
+    member_id: str | None = f(STRING, "9+", nullable="9+", default=None, ignorable=True)
+    member_epoch: int = f(INT32, "9+", default=-1, ignorable=True)
     topics: tuple[OffsetFetchRequestTopics, ...] | None = f(
         array(OffsetFetchRequestTopics), "8+", nullable="8+"
     )
@@ -65,7 +65,7 @@ class OffsetFetchResponseTopic:
 class OffsetFetchResponsePartitions:
     partition_index: int = f(INT32, "8+")
     committed_offset: int = f(INT64, "8+")
-    committed_leader_epoch: int = f(INT32, "8+", default=-1)
+    committed_leader_epoch: int = f(INT32, "8+", default=-1, ignorable=True)
     metadata: str | None = f(STRING, "8+", nullable="8+")
     error_code: int = f(INT16, "8+")
 
@@ -87,5 +87,5 @@ class OffsetFetchResponseGroup:
 class OffsetFetchResponse:
     throttle_time_ms: int = f(INT32, "3+", ignorable=True)
     topics: tuple[OffsetFetchResponseTopic, ...] = f(array(OffsetFetchResponseTopic), "0-7")
-    error_code: int = f(INT16, "2-7", default=0)
+    error_code: int = f(INT16, "2-7", default=0, ignorable=True)
     groups: tuple[OffsetFetchResponseGroup, ...] = f(array(OffsetFetchResponseGroup), "8+")
