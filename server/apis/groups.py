@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from protocol.api import ApiKey
+from protocol.codec import encode_response
 from protocol.errors import ErrorCode
 from protocol.messages import describe_groups as dg
 from protocol.messages import list_groups as lg
@@ -26,6 +28,7 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, Jo
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from server.coordinator import types as m
+from server.dispatch import Prebuilt
 
 if TYPE_CHECKING:
     from server.dispatch import RequestContext
@@ -85,8 +88,10 @@ def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
         client_host=ctx.client_host,
     )
     machine = ctx.broker.machine
-    return then(_parked(ctx, req.group_id, lambda tok, now: machine.join_group(mreq, tok, now)),
-                lambda r: join_response(r, v))
+    return then(
+        _parked(ctx, req.group_id, lambda tok, now: machine.join_group(mreq, tok, now)),
+        lambda r: join_response(r, v),
+    )
 
 
 def join_response(r: m.JoinGroupResult, v: int) -> JoinGroupResponse:
@@ -105,7 +110,9 @@ def join_response(r: m.JoinGroupResult, v: int) -> JoinGroupResponse:
         member_id=r.member_id,
         members=tuple(
             JoinGroupResponseMember(
-                member_id=mm.member_id, group_instance_id=mm.group_instance_id if v >= 5 else None, metadata=mm.metadata
+                member_id=mm.member_id,
+                group_instance_id=mm.group_instance_id if v >= 5 else None,
+                metadata=mm.metadata,
             )
             for mm in r.members
         ),
@@ -127,8 +134,10 @@ def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
         assignments=tuple((a.member_id, a.assignment) for a in req.assignments),
     )
     machine = ctx.broker.machine
-    return then(_parked(ctx, req.group_id, lambda tok, now: machine.sync_group(mreq, tok, now)),
-                lambda r: sync_response(r, v))
+    return then(
+        _parked(ctx, req.group_id, lambda tok, now: machine.sync_group(mreq, tok, now)),
+        lambda r: sync_response(r, v),
+    )
 
 
 def sync_response(r: m.SyncGroupResult, v: int) -> SyncGroupResponse:
@@ -140,13 +149,29 @@ def sync_response(r: m.SyncGroupResult, v: int) -> SyncGroupResponse:
     )
 
 
+_HEARTBEAT_FRAMES: dict[tuple[int, int], Prebuilt] = {}
+
+
+def heartbeat_frame(version: int, error: int) -> Prebuilt:
+    """The whole Heartbeat response frame for a version and error, encoded once (correlation id 0)."""
+    key = (version, error)
+    frame = _HEARTBEAT_FRAMES.get(key)
+    if frame is None:
+        frame = _HEARTBEAT_FRAMES[key] = Prebuilt(
+            encode_response(0, ApiKey.HEARTBEAT, version, HeartbeatResponse(error_code=error))
+        )
+    return frame
+
+
 def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
-    mreq = m.HeartbeatRequest(ctx.version, req.group_id, req.generation_id, req.member_id, req.group_instance_id)
+    mreq = m.HeartbeatRequest(
+        ctx.version, req.group_id, req.generation_id, req.member_id, req.group_instance_id
+    )
     machine = ctx.broker.machine
     result = ctx.broker.runtime.call(req.group_id, lambda now: machine.heartbeat(mreq, now))
     if isinstance(result, asyncio.Future):
         return then(result, lambda err: HeartbeatResponse(error_code=err))
-    return HeartbeatResponse(error_code=result)
+    return heartbeat_frame(ctx.version, result)
 
 
 def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
@@ -169,7 +194,9 @@ def leave_response(r: m.LeaveGroupResult, v: int) -> LeaveGroupResponse:
         return LeaveGroupResponse(error_code=error)
     return LeaveGroupResponse(
         error_code=r.error,
-        members=tuple(MemberResponse(member_id=a, group_instance_id=b, error_code=c) for a, b, c in r.members),
+        members=tuple(
+            MemberResponse(member_id=a, group_instance_id=b, error_code=c) for a, b, c in r.members
+        ),
     )
 
 
@@ -208,8 +235,12 @@ def list_groups(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroups
     return lg.ListGroupsResponse(
         error_code=ErrorCode.NONE,
         groups=tuple(
-            lg.ListedGroup(group_id=x.group_id, protocol_type=x.protocol_type, group_state=x.state,
-                           group_type=x.group_type)
+            lg.ListedGroup(
+                group_id=x.group_id,
+                protocol_type=x.protocol_type,
+                group_state=x.state,
+                group_type=x.group_type,
+            )
             for x in listed
         ),
     )

@@ -76,7 +76,8 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
                     name=t.name,
                     partitions=tuple(
                         oc.OffsetCommitResponsePartition(
-                            partition_index=p.partition_index, error_code=errors.get((t.name, p.partition_index), 0)
+                            partition_index=p.partition_index,
+                            error_code=errors.get((t.name, p.partition_index), 0),
                         )
                         for p in t.partitions
                     ),
@@ -159,7 +160,9 @@ def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
                     name=t.name,
                     partitions=tuple(
                         of.OffsetFetchResponsePartition(
-                            partition_index=p, committed_offset=-1, metadata="",
+                            partition_index=p,
+                            committed_offset=-1,
+                            metadata="",
                             error_code=ErrorCode.UNSUPPORTED_VERSION,
                         )
                         for p in t.partition_indexes
