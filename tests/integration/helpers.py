@@ -138,6 +138,7 @@ class PollingThread:
                 self.state = self._snapshot(self.client)
             except BaseException as exc:  # keep polling; the test sees the error
                 self.error = exc
+                self._stop.wait(0.1)
         # drain calls made after stop (close)
         while not self._calls.empty():
             fn, fut = self._calls.get_nowait()

@@ -1,0 +1,305 @@
+"""kafka-python consumer groups against the real server: membership, rebalances, expiry, static members,
+commits, and the admin client's group APIs.
+
+kafka-python's KafkaConsumer is blocking and not thread-safe, so each consumer lives on its own
+`PollingThread`, which polls it and snapshots (assignment, generation) after every poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import GroupIdNotFoundError, NonEmptyGroupError
+from kafka.structs import OffsetAndMetadata
+
+from tests.integration.helpers import (
+    PollingThread,
+    describe_group,
+    exact_cover,
+    journal_events,
+    wait_for_sync,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+Partitions = frozenset[tuple[str, int]]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def snapshot(c: KafkaConsumer) -> tuple[Partitions, int, str]:
+    g = c._coordinator._generation
+    return frozenset((tp.topic, tp.partition) for tp in c.assignment()), g.generation_id, g.member_id
+
+
+def consumer(bootstrap: str, topic: str, group: str, **kw) -> PollingThread:  # type: ignore[no-untyped-def]
+    kw.setdefault("session_timeout_ms", 6000)
+    kw.setdefault("heartbeat_interval_ms", 500)
+    kw.setdefault("enable_auto_commit", False)
+
+    def make() -> KafkaConsumer:
+        c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **kw)
+        # kafka-python 3.0.12 joins before it has metadata for its subscription; a leader that then rejoins
+        # for the metadata change and has its poll() time out mid-join never applies the SyncGroup answer
+        # (need_rejoin() turns False while the join task is still in flight): no heartbeats, no rejoin, the
+        # member just expires. Fetching the topic's metadata before subscribing avoids that client bug.
+        assert c.partitions_for_topic(topic)
+        c.subscribe([topic])
+        return c
+
+    # kafka-python 3.0.12 wedges a member whose poll() times out while its JoinGroup/SyncGroup round trip is in
+    # flight and whose need_rejoin() has meanwhile turned False (seen for leaders): the SyncGroup answer is never
+    # applied, heartbeats stay disabled and the member silently expires. Long polls make that window rare.
+    t = PollingThread(make, lambda c: c.poll(timeout_ms=1000), snapshot, name=f"kp-{group}")
+    t.wait_ready()
+    return t
+
+
+def owned(t: PollingThread) -> Partitions:
+    return t.state[0] if t.state else frozenset()
+
+
+def generation(t: PollingThread) -> int:
+    return t.state[1] if t.state else -1
+
+
+def close(t: PollingThread) -> None:
+    t.stop(lambda c: c.close())
+
+
+def settled(server, group: str, consumers: list[PollingThread], expected: set, timeout: float = 30) -> None:  # type: ignore[no-untyped-def]
+    """Every consumer is in the same generation, their assignments are an exact cover, and each one's view is
+    what the server holds for its member id in a Stable group. (kafka-python bumps its generation on the
+    JoinGroup answer, before SyncGroup hands out the new assignment, so the client's view alone can show a
+    new generation next to an old assignment.)"""
+
+    def ok() -> bool:
+        states = [t.state for t in consumers]
+        if any(s is None for s in states):
+            return False
+        if len({s[1] for s in states}) != 1 or not exact_cover([s[0] for s in states], expected):
+            return False
+        d = describe_group(server.host, server.port, group)
+        served = {mid: frozenset(m["partitions"]) for mid, m in d["members"].items()}
+        return d["state"] == "Stable" and served == {s[2]: s[0] for s in states}
+
+    wait_for_sync(ok, timeout, f"{len(consumers)} kafka-python consumers to share {len(expected)} partitions")
+
+
+def first_removal(data_dir, group: str) -> str:  # type: ignore[no-untyped-def]
+    """The reason of the group's first `member_removed` journal event (the journal is flushed in batches)."""
+
+    def removed() -> list[dict]:
+        return [e for e in journal_events(data_dir, group) if e["event"] == "member_removed"]
+
+    wait_for_sync(lambda: bool(removed()), 5, f"a member_removed event for {group} in the journal")
+    return removed()[0]["reason"]
+
+
+@pytest.mark.parametrize("n", [1, 5, 20])
+def test_consumers_join_and_cover_all_partitions_exactly_once(groupcoord_server, n: int) -> None:
+    bootstrap = groupcoord_server.bootstrap
+    partitions = 24
+    create_topic(bootstrap, "orders", partitions)
+    consumers: list[PollingThread] = []
+    try:
+        consumers = [consumer(bootstrap, "orders", "g-cover") for _ in range(n)]
+        settled(
+            groupcoord_server, "g-cover", consumers, {("orders", p) for p in range(partitions)}, timeout=45
+        )
+        sizes = sorted(len(owned(t)) for t in consumers)
+        assert sizes[-1] - sizes[0] <= 1
+        assert all(t.error is None for t in consumers), [t.error for t in consumers]
+    finally:
+        for t in consumers:
+            close(t)
+
+
+def test_clean_leave_rebalances_the_rest(groupcoord_server) -> None:
+    bootstrap = groupcoord_server.bootstrap
+    create_topic(bootstrap, "t", 6)
+    everything = {("t", p) for p in range(6)}
+    consumers = [consumer(bootstrap, "t", "g-leave") for _ in range(3)]
+    try:
+        settled(groupcoord_server, "g-leave", consumers, everything)
+        before = generation(consumers[0])
+        left_at = time.monotonic()
+        close(consumers[2])  # close() sends LeaveGroup
+        settled(groupcoord_server, "g-leave", consumers[:2], everything, timeout=20)
+        # a LeaveGroup rebalances at once; waiting out the 6 s session timeout would mean it was ignored
+        assert time.monotonic() - left_at < 5.0
+        assert generation(consumers[0]) > before
+    finally:
+        for t in consumers:
+            close(t)
+    assert first_removal(groupcoord_server.data_dir, "g-leave") == "left"
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time, logging
+    from kafka import KafkaConsumer
+    logging.disable(logging.CRITICAL)
+    c = KafkaConsumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[3],
+                      session_timeout_ms=int(sys.argv[4]), heartbeat_interval_ms=300, enable_auto_commit=False)
+    assert c.partitions_for_topic(sys.argv[2])  # see consumer() below
+    c.subscribe([sys.argv[2]])
+    deadline = time.monotonic() + 30
+    while not c.assignment() and time.monotonic() < deadline:
+        c.poll(timeout_ms=100)
+    print("assigned" if c.assignment() else "unassigned", flush=True)
+    while True:
+        c.poll(timeout_ms=100)
+    """
+)
+
+
+def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebalance(groupcoord_server) -> None:
+    bootstrap = groupcoord_server.bootstrap
+    create_topic(bootstrap, "k", 4)
+    everything = {("k", p) for p in range(4)}
+    survivor = consumer(bootstrap, "k", "g-kill", session_timeout_ms=3000, heartbeat_interval_ms=300)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, bootstrap, "k", "g-kill", "3000"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "assigned"
+        wait_for_sync(lambda: 0 < len(owned(survivor)) < 4, 20, "the survivor to share the partitions")
+        child.kill()  # SIGKILL: no LeaveGroup, only the session timeout can remove it
+        child.wait(10)
+        killed_at = time.monotonic()
+        wait_for_sync(lambda: owned(survivor) == everything, 30, "the survivor to own every partition")
+        # not before the session timeout (3 s) ran out, give or take a heartbeat
+        assert time.monotonic() - killed_at >= 2.0
+    finally:
+        child.kill()
+        child.wait(10)
+        close(survivor)
+    assert first_removal(groupcoord_server.data_dir, "g-kill") == "session_timeout"
+
+
+def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(groupcoord_server) -> None:
+    bootstrap = groupcoord_server.bootstrap
+    create_topic(bootstrap, "s", 4)
+    everything = {("s", p) for p in range(4)}
+    a = consumer(bootstrap, "s", "g-static", group_instance_id="a", session_timeout_ms=10000)
+    b = consumer(bootstrap, "s", "g-static", group_instance_id="b", session_timeout_ms=10000)
+    b2 = None
+    try:
+        settled(groupcoord_server, "g-static", [a, b], everything)
+        gen = generation(a)
+        b_parts = owned(b)
+        close(b)  # a static kafka-python member sends no LeaveGroup
+        b2 = consumer(bootstrap, "s", "g-static", group_instance_id="b", session_timeout_ms=10000)
+        wait_for_sync(
+            lambda: owned(b2) == b_parts, 20, "the restarted static member to get its partitions back"
+        )
+
+        def rejoined() -> list[dict]:
+            events = journal_events(groupcoord_server.data_dir, "g-static")
+            return [e for e in events if e["event"] == "static_rejoin" and e["group_instance_id"] == "b"]
+
+        wait_for_sync(lambda: bool(rejoined()), 5, "the static_rejoin journal event")
+        time.sleep(1.5)  # a rebalance, had there been one, would have bumped the generation by now
+        assert generation(a) == gen
+        assert generation(b2) == gen
+        assert owned(a) == everything - b_parts
+        events = journal_events(groupcoord_server.data_dir, "g-static")
+        at = rejoined()[0]["seq"]
+        assert rejoined()[0]["generation"] == gen
+        assert [e for e in events if e["seq"] > at and e["event"] == "state_change"] == []
+    finally:
+        close(a)
+        if b2 is not None:
+            close(b2)
+
+
+def test_commits_are_fetched_back(groupcoord_server) -> None:
+    bootstrap = groupcoord_server.bootstrap
+    create_topic(bootstrap, "c", 2)
+    tp0, tp1 = TopicPartition("c", 0), TopicPartition("c", 1)
+    c1 = consumer(bootstrap, "c", "g-commit")
+    try:
+        wait_for_sync(lambda: len(owned(c1)) == 2, 20, "assignment")
+        c1.call(
+            lambda c: c.commit({tp0: OffsetAndMetadata(42, "meta-0", -1), tp1: OffsetAndMetadata(7, "", -1)})
+        )
+        assert c1.call(lambda c: c.committed(tp0)) == 42
+        assert c1.call(lambda c: c.committed(tp1)) == 7
+        assert c1.call(lambda c: c.committed(tp0, metadata=True)).metadata == "meta-0"
+    finally:
+        close(c1)
+    c2 = consumer(bootstrap, "c", "g-commit")
+    try:
+        assert c2.call(lambda c: c.committed(tp0)) == 42
+        assert c2.call(lambda c: c.committed(tp1)) == 7
+    finally:
+        close(c2)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        offsets = admin.list_group_offsets("g-commit")["g-commit"]
+        assert {tp: o.offset for tp, o in offsets.items()} == {tp0: 42, tp1: 7}
+    finally:
+        admin.close()
+
+
+def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_server) -> None:
+    bootstrap = groupcoord_server.bootstrap
+    create_topic(bootstrap, "adm", 2)
+    c = consumer(bootstrap, "adm", "g-admin", client_id="kp-admin-test")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        wait_for_sync(lambda: len(owned(c)) == 2, 20, "assignment")
+        c.call(lambda k: k.commit({TopicPartition("adm", 0): OffsetAndMetadata(5, "", -1)}))
+        listed = {g["group_id"]: g for g in admin.list_groups()}
+        assert listed["g-admin"]["protocol_type"] == "consumer"
+        assert listed["g-admin"]["group_state"] == "Stable"
+
+        described = admin.describe_groups(["g-admin"])["g-admin"]
+        assert described["error"] is None
+        assert (described["group_state"], described["protocol_type"], described["protocol_data"]) == (
+            "Stable",
+            "consumer",
+            "range",  # kafka-python's first default assignor
+        )
+        (member,) = described["members"]
+        assert member["client_id"] == "kp-admin-test"
+        assigned = {
+            (a["topic"], p)
+            for a in member["member_assignment"]["assigned_partitions"]
+            for p in a["partitions"]
+        }
+        assert assigned == {("adm", 0), ("adm", 1)}
+        assert member["member_metadata"]["topics"] == ["adm"]
+
+        assert admin.delete_groups(["g-admin"]) == {"g-admin": NonEmptyGroupError.__name__}
+        close(c)  # LeaveGroup: the group becomes Empty
+        wait_for_sync(
+            lambda: admin.describe_groups(["g-admin"])["g-admin"]["group_state"] == "Empty", 10, "Empty"
+        )
+        assert admin.list_group_offsets("g-admin")["g-admin"][TopicPartition("adm", 0)].offset == 5
+        assert admin.delete_groups(["g-admin", "g-never"]) == {
+            "g-admin": "OK",
+            "g-never": GroupIdNotFoundError.__name__,
+        }
+        assert admin.describe_groups(["g-admin"])["g-admin"]["group_state"] == "Dead"
+        assert "g-admin" not in {g["group_id"] for g in admin.list_groups()}
+        assert admin.list_group_offsets("g-admin") == {"g-admin": {}}
+    finally:
+        close(c)
+        admin.close()
