@@ -16,28 +16,11 @@ from typing import Any
 
 import structlog
 
+from server.coordinator.machine import EVENT_KEYS
+
 log = structlog.get_logger("groupcoord.journal")
 
-FIELDS = (
-    "ts",
-    "seq",
-    "group",
-    "event",
-    "generation",
-    "state_from",
-    "state_to",
-    "reason",
-    "member_id",
-    "previous_member_id",
-    "group_instance_id",
-    "client_id",
-    "members",
-    "leader",
-    "protocol_type",
-    "protocol",
-    "skip_assignment",
-    "assignment",
-)
+FIELDS = (EVENT_KEYS[0], "seq", *EVENT_KEYS[1:])  # ts, seq, group, event, ...
 
 
 class Journal:

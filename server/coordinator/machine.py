@@ -66,7 +66,8 @@ NONE = int(E.NONE)
 #: `__consumer_offsets` write maps to COORDINATOR_NOT_AVAILABLE in Kafka (spec §2.12).
 PERSIST_ERROR = int(E.COORDINATOR_NOT_AVAILABLE)
 
-_EVENT_KEYS = (
+#: every journal event carries exactly these keys (docs/journal.md; the journal adds `seq`)
+EVENT_KEYS = (
     "ts",
     "group",
     "event",
@@ -135,7 +136,7 @@ class GroupStateMachine:
         return self._fx
 
     def _event(self, g: ClassicGroup, event: str, **fields: object) -> None:
-        ev = dict.fromkeys(_EVENT_KEYS)
+        ev = dict.fromkeys(EVENT_KEYS)
         ev["ts"] = self._now
         ev["group"] = g.group_id
         ev["event"] = event
