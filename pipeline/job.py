@@ -1,0 +1,247 @@
+"""The report job: journal -> Parquet tables, summary.json, plots and report.html.
+
+`run_job` takes a SparkSession so the same code serves the CLI (local[*]), spark-submit on a cluster and
+the tests (one shared local[2] session). The parsed, group-prepared journal is cached once and every output
+is derived from it: parsing JSON is the expensive part, and it happens exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline import transform as T
+from pipeline.progress import Progress
+
+TABLES = ("rebalances", "member_sessions", "group_summary")
+TOP_GROUPS = 20  # groups shown in the timeline plot and the report's table
+
+
+@dataclass
+class JobResult:
+    """What a run produced; `summary` is exactly what was written to summary.json."""
+
+    out: Path
+    events: int
+    seconds: float
+    summary: dict[str, Any]
+    tables: dict[str, Path] = field(default_factory=dict)
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _num(v: Any) -> Any:
+    """JSON-friendly numbers: integral floats (exact percentiles of ints) become ints, NaN becomes null."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        return int(v) if v.is_integer() else round(v, 1)
+    return v
+
+
+def _write(df: DataFrame, path: Path) -> None:
+    df.write.mode("overwrite").parquet(str(path))
+
+
+def _plot_data(rebal: DataFrame, top: list[str]) -> dict[str, Any]:
+    """Small aggregates for the plots; only these few thousand rows reach the driver."""
+    span = rebal.agg(F.min("started_ms").alias("lo"), F.max("started_ms").alias("hi")).first()
+    lo, hi = (span["lo"], span["hi"]) if span and span["lo"] is not None else (0, 0)
+    bucket = _nice_bucket_ms(max(hi - lo, 1))
+    over_time = (
+        rebal.groupBy((F.floor(F.col("started_ms") / bucket) * bucket).alias("t"), "cause").count().collect()
+    )
+    d = F.greatest(F.col("duration_ms"), F.lit(1))
+    durations = (
+        rebal.filter(F.col("duration_ms").isNotNull())
+        .groupBy(F.floor(F.log10(d) * 10).alias("b"))
+        .count()
+        .collect()
+    )
+    moved = (
+        rebal.filter(F.col("partitions_moved").isNotNull() & ~F.col("first_assignment"))
+        .groupBy("partitions_moved")
+        .count()
+        .collect()
+    )
+    causes = rebal.groupBy("cause").count().collect()
+    timeline = (
+        rebal.filter(F.col("group").isin(top)).select("group", "started_ms", "duration_ms", "cause").collect()
+        if top
+        else []
+    )
+    return {
+        "bucket_ms": bucket,
+        "over_time": [(r["t"], r["cause"], r["count"]) for r in over_time],
+        "durations": [(r["b"], r["count"]) for r in durations],
+        "moved": [(r["partitions_moved"], r["count"]) for r in moved],
+        "causes": [(r["cause"], r["count"]) for r in causes],
+        "timeline": [(r["group"], r["started_ms"], r["duration_ms"], r["cause"]) for r in timeline],
+        "top": top,
+    }
+
+
+def _nice_bucket_ms(span_ms: int, target: int = 80) -> int:
+    """A round bucket width (1 s, 1 min, 1 h, 1 day, ...) giving about `target` buckets over the span."""
+    for b in (1_000, 5_000, 15_000, 60_000, 300_000, 900_000, 3_600_000, 6 * 3_600_000, 86_400_000):
+        if span_ms / b <= target:
+            return b
+    return 86_400_000 * math.ceil(span_ms / 86_400_000 / target)
+
+
+def run_job(
+    spark: SparkSession,
+    data_dir: str | Path,
+    out: str | Path,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+    progress: Progress | None = None,
+    html: bool = True,
+) -> JobResult:
+    """Run the whole report; returns the summary. Raises FileNotFoundError when there is no journal."""
+    t0 = time.monotonic()
+    out = Path(out)
+    progress = progress or Progress(None, enabled=False)
+    files = T.journal_files(data_dir)
+    if not files:
+        raise FileNotFoundError(f"no journal files: {T.journal_glob(data_dir)} matched nothing")
+    out.mkdir(parents=True, exist_ok=True)
+    tables = out / "tables"
+
+    progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
+    prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))
+    prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
+    rebal = None
+    gsum = None
+    try:
+        total = prepared.count()
+        progress.step(f"parsed {total:,} events; computing rebalances ...")
+        rebal = T.rebalances(prepared).persist(StorageLevel.MEMORY_AND_DISK)
+        _write(rebal, tables / "rebalances")  # already in (group, started) order within each file
+        progress.step("writing member_sessions ...")
+        _write(
+            T.member_sessions(prepared).sortWithinPartitions("group", "joined"), tables / "member_sessions"
+        )
+        progress.step("writing group_summary ...")
+        gsum = T.group_summary(prepared, rebal).persist(StorageLevel.MEMORY_AND_DISK)
+        _write(gsum.coalesce(1).sortWithinPartitions("group"), tables / "group_summary")
+        progress.step("summarising ...")
+        summary = _summary(spark, gsum, rebal, total, data_dir, since_ms, until_ms)
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
+        if html:
+            progress.step("drawing plots and report.html ...")
+            from pipeline import report  # matplotlib import is slow; skipped when html=False
+
+            top = [g["group"] for g in summary["top_groups"]]
+            report.write_report(out, summary, _plot_data(rebal, top))
+        else:
+            (out / "report.html").unlink(missing_ok=True)
+    finally:
+        for df in (gsum, rebal, prepared):
+            if df is not None:
+                df.unpersist()
+    secs = time.monotonic() - t0
+    progress.step(f"done: {total:,} events in {secs:.1f}s -> {out}")
+    return JobResult(out, total, secs, summary, {t: tables / t for t in TABLES})
+
+
+def _summary(
+    spark: SparkSession,
+    gsum: DataFrame,
+    rebal: DataFrame,
+    total: int,
+    data_dir: str | Path,
+    since_ms: int | None,
+    until_ms: int | None,
+) -> dict[str, Any]:
+    rows = gsum.collect()
+    d = F.col("duration_ms")
+    overall = rebal.agg(
+        F.count(F.lit(1)).alias("rebalances"),
+        F.percentile(d, 0.5).alias("p50"),
+        F.percentile(d, 0.99).alias("p99"),
+        F.max(d).alias("max"),
+    ).first()
+    groups: dict[str, dict[str, Any]] = {}
+    sums = dict.fromkeys(
+        (
+            "members_joined",
+            "members_left",
+            "members_expired",
+            "members_fenced",
+            "members_replaced",
+            "static_rejoins",
+            "skip_assignments",
+            "partitions_moved",
+            "partitions_moved_incl_first",
+            "deletions",
+        ),
+        0,
+    )
+    causes: dict[str, int] = {}
+    for r in sorted(rows, key=lambda r: r["group"]):
+        groups[r["group"]] = {
+            "events": r["events"],
+            "rebalances": r["rebalances"],
+            "rebalance_p50_ms": _num(r["rebalance_p50_ms"]),
+            "rebalance_p99_ms": _num(r["rebalance_p99_ms"]),
+            "rebalance_max_ms": r["rebalance_max_ms"],
+            "members_joined": r["members_joined"],
+            "members_expired": r["members_expired"],
+            "members_left": r["members_left"],
+            "members_fenced": r["members_fenced"],
+            "members_replaced": r["members_replaced"],
+            "static_rejoins_without_rebalance": r["static_rejoins"],
+            "skip_assignments": r["skip_assignments"],
+            "partitions_moved": r["partitions_moved"],
+            "partitions_moved_incl_first": r["partitions_moved_incl_first"],
+            "causes": dict(sorted((r["causes"] or {}).items())),
+        }
+        for k in sums:
+            sums[k] += r[k] or 0
+        for c, n in (r["causes"] or {}).items():
+            causes[c] = causes.get(c, 0) + n
+    top = sorted(groups.items(), key=lambda kv: (-kv[1]["rebalances"], kv[0]))[:TOP_GROUPS]
+    static = sums.pop("static_rejoins")
+    return {
+        "generated_at": _iso(int(time.time() * 1000)),
+        "data_dir": str(data_dir),
+        "since": _iso(since_ms),
+        "until": _iso(until_ms),
+        "spark_version": spark.version,
+        "total_events": total,
+        "groups": len(groups),
+        "totals": {
+            "rebalances": overall["rebalances"] if overall else 0,
+            "rebalance_p50_ms": _num(overall["p50"]) if overall else None,
+            "rebalance_p99_ms": _num(overall["p99"]) if overall else None,
+            "rebalance_max_ms": overall["max"] if overall else None,
+            **sums,
+            "static_rejoins_without_rebalance": static,
+            "causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
+        },
+        "top_groups": [{"group": g, **v} for g, v in top if v["rebalances"] > 0],
+        "per_group": groups,
+    }
+
+
+def clear_outputs(out: Path) -> None:
+    """Remove what a previous run wrote (only the files this job owns), so stale plots never linger."""
+    for t in TABLES:
+        shutil.rmtree(out / "tables" / t, ignore_errors=True)
+    for name in ("summary.json", "report.html"):
+        (out / name).unlink(missing_ok=True)
+    for png in out.glob("*.png"):
+        png.unlink()
