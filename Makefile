@@ -33,10 +33,13 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Benchmarks print tables (never timed tests). Set TANSU_BIN to a tansu binary to include the peer rows.
 bench: setup
 	$(BIN)/python bench/codec.py
-	@for b in bench/coordinator.py bench/log.py bench/assignors.py; do \
-		if [ -f $$b ]; then $(BIN)/python $$b || exit 1; fi; done
+	$(BIN)/python bench/coordinator.py
+	$(BIN)/python bench/data_plane.py
+	$(BIN)/python bench/log.py
+	$(BIN)/python bench/assignors.py
 
 bench-report: setup
 	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000
