@@ -28,6 +28,39 @@ log = structlog.get_logger("groupcoord.dispatch")
 Handler = Callable[["RequestContext", Any], Any]
 
 
+class Mapped:
+    """A future's result still to be converted: `then()` builds these so that a parked request is answered
+    through one callback on its reply future, instead of a chain of futures each costing a loop round."""
+
+    __slots__ = ("convert", "src")
+
+    def __init__(self, src: asyncio.Future, convert: Callable[[Any], Any]) -> None:
+        self.src = src
+        self.convert = convert
+
+
+def then(src: Any, convert: Callable[[Any], Any]) -> Any:
+    """Apply `convert` to a value now, or to a future's result when it comes."""
+    if isinstance(src, Mapped):
+        inner = src.convert
+        return Mapped(src.src, lambda v: convert(inner(v)))
+    if not isinstance(src, asyncio.Future):
+        return convert(src)
+    if src.done() and not src.cancelled() and src.exception() is None:
+        return convert(src.result())  # answered at once (e.g. MEMBER_ID_REQUIRED): no callback round trip
+    return Mapped(src, convert)
+
+
+class Pending:
+    """What the connection waits on for a parked request: the reply future and how to turn it into bytes."""
+
+    __slots__ = ("encode", "fut")
+
+    def __init__(self, fut: asyncio.Future, encode: Callable[[Any], bytes | None]) -> None:
+        self.fut = fut
+        self.encode = encode
+
+
 class Prebuilt(bytes):
     """A whole response frame encoded once and reused: the dispatcher only patches in the correlation id.
 
@@ -70,7 +103,7 @@ class Dispatcher:
             for k, (lo, hi) in sorted(self.ranges.items())
         )
 
-    def dispatch(self, conn: Connection, frame: bytes) -> bytes | asyncio.Future | None:
+    def dispatch(self, conn: Connection, frame: bytes) -> bytes | Pending | None:
         """The response frame, a future of it, or None when the connection was closed instead."""
         try:
             api_key, version, correlation_id = peek(frame)
@@ -102,40 +135,25 @@ class Dispatcher:
             log.exception("handler failed", api_key=api_key, version=version)
             conn.close("internal error")
             return None
-        if (
-            isinstance(response, asyncio.Future)
-            and response.done()
-            and not response.cancelled()
-            and response.exception() is None
-        ):
-            response = response.result()
-            if response is None:
-                return None
+        convert = None
+        if isinstance(response, Mapped):
+            response, convert = response.src, response.convert
         if isinstance(response, asyncio.Future):
-            out = asyncio.get_running_loop().create_future()
+            if not response.done() or response.cancelled() or response.exception() is not None:
 
-            def encode(fut: asyncio.Future) -> None:
-                if out.done():
-                    return
-                if fut.cancelled():
-                    out.cancel()
-                elif fut.exception() is not None:
-                    out.set_exception(fut.exception())  # type: ignore[arg-type]
-                else:
-                    result = fut.result()
-                    try:
-                        out.set_result(
-                            None
-                            if result is None
-                            else encode_response(correlation_id, api_key, version, result)
-                        )
-                    except Exception as exc:
-                        log.exception("cannot encode response", api_key=api_key, version=version)
-                        out.set_exception(exc)
+                def encode(result: Any) -> bytes | None:
+                    if convert is not None:
+                        result = convert(result)
+                    return (
+                        None if result is None else encode_response(correlation_id, api_key, version, result)
+                    )
 
-            response.add_done_callback(encode)
-            out.add_done_callback(lambda o: response.cancel() if o.cancelled() else None)
-            return out
+                return Pending(response, encode)
+            response = response.result()
+            if convert is not None:
+                response = convert(response)
+        if response is None:
+            return None
         try:
             return encode_response(correlation_id, api_key, version, response)
         except Exception:

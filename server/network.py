@@ -10,7 +10,7 @@ after the reply is written. A request that is answered at once (a heartbeat, say
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -26,6 +26,7 @@ class Connection(asyncio.Protocol):
     __slots__ = (
         "_buf",
         "_dispatcher",
+        "_encode",
         "_in_flight",
         "_max_frame",
         "_paused",
@@ -40,6 +41,7 @@ class Connection(asyncio.Protocol):
         self._max_frame = max_frame
         self._buf = bytearray()
         self._in_flight: asyncio.Future | None = None
+        self._encode: Any = None
         self._paused = False
         self.closed = False
         self.transport: asyncio.Transport | None = None
@@ -99,8 +101,9 @@ class Connection(asyncio.Protocol):
                     out.append(reply)
                     continue
                 # a parked request: stop here until it is answered
-                self._in_flight = reply
-                reply.add_done_callback(self._answered)
+                self._in_flight = reply.fut
+                self._encode = reply.encode
+                reply.fut.add_done_callback(self._answered)
                 return
             if self._paused and len(buf) < _PAUSE_AT:
                 self._paused = False
@@ -118,7 +121,12 @@ class Connection(asyncio.Protocol):
             log.error("request failed", error=repr(exc), peer=f"{self.peer_host}:{self.peer_port}")
             self.close("internal error while handling a request")
             return
-        data = fut.result()
+        try:
+            data = self._encode(fut.result())  # type: ignore[misc]
+        except Exception as exc:
+            log.error("cannot encode a response", error=repr(exc), peer=f"{self.peer_host}:{self.peer_port}")
+            self.close("internal error while encoding a response")
+            return
         if data is not None:
             self.transport.write(data)  # type: ignore[union-attr]
         self._drain()

@@ -28,7 +28,7 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, Jo
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from server.coordinator import types as m
-from server.dispatch import Prebuilt
+from server.dispatch import Prebuilt, then
 
 if TYPE_CHECKING:
     from server.dispatch import RequestContext
@@ -36,29 +36,6 @@ if TYPE_CHECKING:
 # READ, DELETE and DESCRIBE: everything a client may do to a group when no authorizer is configured
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT_MIN = -(2**31)
-
-
-def then(src: Any, convert: Any) -> Any:
-    """Apply `convert` to a value, or to the result of a future (returning a new future)."""
-    if not isinstance(src, asyncio.Future):
-        return convert(src)
-    if src.done() and not src.cancelled() and src.exception() is None:
-        return convert(src.result())  # answered at once (e.g. MEMBER_ID_REQUIRED): no callback round trip
-    out = asyncio.get_running_loop().create_future()
-
-    def done(f: asyncio.Future) -> None:
-        if out.done():
-            return
-        if f.cancelled():
-            out.cancel()
-        elif f.exception() is not None:
-            out.set_exception(f.exception())  # type: ignore[arg-type]
-        else:
-            out.set_result(convert(f.result()))
-
-    src.add_done_callback(done)
-    out.add_done_callback(lambda o: src.cancel() if o.cancelled() and not src.done() else None)
-    return out
 
 
 def _parked(ctx: RequestContext, group_id: str, call: Any) -> Any:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import ErrorCode
 from protocol.messages import offset_commit as oc
 from protocol.messages import offset_fetch as of
-from server.apis.groups import _parked, then
+from server.apis.groups import _parked
 from server.coordinator import types as m
+from server.dispatch import then
 
 if TYPE_CHECKING:
     from server.dispatch import RequestContext
