@@ -13,17 +13,8 @@ import pytest
 from codec_helpers import ALL_MESSAGES
 from codec_kafka_json import compare_message, load_kafka_json
 
-# Declarations that deliberately differ from Kafka's JSON (none today); see docs/codec-oracles.md.
-KNOWN_DEVIATIONS: dict[str, str] = {}
 
-
-def _param(cls: type) -> object:
-    reason = KNOWN_DEVIATIONS.get(cls.__name__)
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(cls, id=cls.__name__, marks=marks)
-
-
-@pytest.mark.parametrize("cls", [_param(c) for c in ALL_MESSAGES])
+@pytest.mark.parametrize("cls", [pytest.param(c, id=c.__name__) for c in ALL_MESSAGES])
 def test_declaration_matches_kafka_json(cls: type) -> None:
     problems = compare_message(cls, load_kafka_json(cls.__name__))
     assert not problems, "\n".join(problems)
