@@ -145,3 +145,24 @@ async def test_a_consumer_group_keeps_running_across_a_server_restart(groupcoord
         assert c._coordinator.generation == gen
     finally:
         await c.stop()
+
+
+async def test_memory_storage_serves_clients_and_keeps_nothing_across_a_restart(server_factory) -> None:
+    """`--storage memory` is documented as not durable: it works, writes no state, and forgets on restart."""
+    srv = server_factory("--storage", "memory")
+    await create(srv.bootstrap, "ephemeral", 2)
+    values = [f"m{i}".encode() for i in range(20)]
+    await produce(srv.bootstrap, "ephemeral", values)
+    got = await consume(srv.bootstrap, "ephemeral", "mem-g", 20, commit=True)
+    assert sorted(got) == sorted(values)
+    assert not (srv.data_dir / "state.db").exists()
+    assert not (srv.data_dir / "topics").exists()
+    srv.stop()
+    srv.start()
+    admin = AIOKafkaAdminClient(bootstrap_servers=srv.bootstrap)
+    await admin.start()
+    try:
+        groups = await admin.list_consumer_groups()
+        assert "mem-g" not in [g[0] for g in groups]
+    finally:
+        await admin.close()
