@@ -175,21 +175,7 @@ def _summary(
         F.max(d).alias("max"),
     ).first()
     groups: dict[str, dict[str, Any]] = {}
-    sums = dict.fromkeys(
-        (
-            "members_joined",
-            "members_left",
-            "members_expired",
-            "members_fenced",
-            "members_replaced",
-            "static_rejoins",
-            "skip_assignments",
-            "partitions_moved",
-            "partitions_moved_incl_first",
-            "deletions",
-        ),
-        0,
-    )
+    sums = dict.fromkeys(T.COUNT_COLUMNS, 0)
     causes: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: r["group"]):
         groups[r["group"]] = {

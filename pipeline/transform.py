@@ -407,14 +407,8 @@ def group_rebalance_stats(rebal: DataFrame) -> DataFrame:
     return stats.join(causes, "group", "left")
 
 
-GROUP_SUMMARY_COLUMNS = [
-    "group",
-    "events",
-    "rebalances",
-    "rebalance_p50_ms",
-    "rebalance_p99_ms",
-    "rebalance_max_ms",
-    "rebalance_total_ms",
+#: per-group counters that summary.json also totals over all groups
+COUNT_COLUMNS = (
     "members_joined",
     "members_left",
     "members_expired",
@@ -425,6 +419,17 @@ GROUP_SUMMARY_COLUMNS = [
     "partitions_moved",
     "partitions_moved_incl_first",
     "deletions",
+)
+
+GROUP_SUMMARY_COLUMNS = [
+    "group",
+    "events",
+    "rebalances",
+    "rebalance_p50_ms",
+    "rebalance_p99_ms",
+    "rebalance_max_ms",
+    "rebalance_total_ms",
+    *COUNT_COLUMNS,
     "causes",
     "first_event",
     "last_event",
