@@ -43,7 +43,7 @@ bench: setup
 
 bench-report: setup
 	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000
-	$(BIN)/python -m pipeline.bench --data-dir /tmp/groupcoord-bench-journal
+	$(BIN)/python -m groupcoord.pipeline.bench --data-dir /tmp/groupcoord-bench-journal
 
 report: setup
 	$(BIN)/groupcoord report --data-dir $(DATA) --out ./report

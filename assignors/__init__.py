@@ -2,11 +2,11 @@
 
 The core (this package's top level) is pure: no I/O and no aiokafka import. Build a
 :class:`GroupInput` from topic metadata and member subscriptions and call a strategy's ``assign``.
-aiokafka adapters live in :mod:`assignors.adapters` (imported on demand so the core stays light).
+aiokafka adapters live in :mod:`groupcoord.assignors.adapters` (imported on demand so the core stays light).
 """
 
-from assignors.copartition import CopartitionStrategy
-from assignors.model import (
+from groupcoord.assignors.copartition import CopartitionStrategy
+from groupcoord.assignors.model import (
     AssignmentError,
     CopartitionMismatchError,
     GroupAssignment,
@@ -18,11 +18,11 @@ from assignors.model import (
     TopicMetadata,
     TopicPartition,
 )
-from assignors.rack_aware import RackAwareStrategy
-from assignors.range import RangeStrategy
-from assignors.replicated import ReplicatedStrategy
-from assignors.roundrobin import RoundRobinStrategy
-from assignors.sticky import StickyStrategy
+from groupcoord.assignors.rack_aware import RackAwareStrategy
+from groupcoord.assignors.range import RangeStrategy
+from groupcoord.assignors.replicated import ReplicatedStrategy
+from groupcoord.assignors.roundrobin import RoundRobinStrategy
+from groupcoord.assignors.sticky import StickyStrategy
 
 __all__ = [
     "AssignmentError",

@@ -20,7 +20,7 @@ import heapq
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-from assignors.model import AssignmentError
+from groupcoord.assignors.model import AssignmentError
 
 T = TypeVar("T", bound=Hashable)
 

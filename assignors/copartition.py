@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from assignors.balance import sticky_balance
-from assignors.model import (
+from groupcoord.assignors.balance import sticky_balance
+from groupcoord.assignors.model import (
     AssignmentError,
     CopartitionMismatchError,
     GroupAssignment,
@@ -21,9 +21,9 @@ from assignors.model import (
     TopicPartition,
     finish,
 )
-from assignors.ordering import sorted_members
-from assignors.ownership import trusted_owned
-from assignors.sticky import partition_validator
+from groupcoord.assignors.ordering import sorted_members
+from groupcoord.assignors.ownership import trusted_owned
+from groupcoord.assignors.sticky import partition_validator
 
 
 class CopartitionStrategy:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from assignors.ordering import java_key
+from groupcoord.assignors.ordering import java_key
 
 
 class AssignmentError(ValueError):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from assignors.model import Member
+    from groupcoord.assignors.model import Member
 
 
 def java_key(text: str) -> bytes:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from assignors.model import Member, TopicPartition
+from groupcoord.assignors.model import Member, TopicPartition
 
 
 def trusted_owned(

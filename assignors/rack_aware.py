@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import heapq
 
-from assignors.balance import sticky_balance
-from assignors.model import GroupAssignment, GroupInput, Member, TopicPartition, finish
-from assignors.ordering import sorted_members
-from assignors.ownership import trusted_owned
-from assignors.sticky import partition_validator
+from groupcoord.assignors.balance import sticky_balance
+from groupcoord.assignors.model import GroupAssignment, GroupInput, Member, TopicPartition, finish
+from groupcoord.assignors.ordering import sorted_members
+from groupcoord.assignors.ownership import trusted_owned
+from groupcoord.assignors.sticky import partition_validator
 
 RACK_LABEL = "rack"
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from assignors.model import GroupAssignment, GroupInput, TopicMetadata, TopicPartition, finish
-from assignors.ordering import sorted_members
+from groupcoord.assignors.model import GroupAssignment, GroupInput, TopicMetadata, TopicPartition, finish
+from groupcoord.assignors.ordering import sorted_members
 
 
 class _TopicState:

@@ -9,7 +9,7 @@ ends within one of every other.
 
 from __future__ import annotations
 
-from assignors.model import (
+from groupcoord.assignors.model import (
     GroupAssignment,
     GroupInput,
     InvalidInputError,
@@ -17,7 +17,7 @@ from assignors.model import (
     TopicPartition,
     finish,
 )
-from assignors.ordering import sorted_members
+from groupcoord.assignors.ordering import sorted_members
 
 
 class ReplicatedStrategy:

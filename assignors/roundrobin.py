@@ -7,8 +7,8 @@ advances the shared cursor exactly as Java's ``CircularIterator`` does.
 
 from __future__ import annotations
 
-from assignors.model import GroupAssignment, GroupInput, TopicPartition, finish
-from assignors.ordering import sorted_members
+from groupcoord.assignors.model import GroupAssignment, GroupInput, TopicPartition, finish
+from groupcoord.assignors.ordering import sorted_members
 
 
 class RoundRobinStrategy:

@@ -2,18 +2,18 @@
 
 Previously owned partitions come from each member's subscription (v1+ ``ownedPartitions`` with the v2+
 ``generationId``, or the ``StickyAssignorUserDataV1`` user data that Java's and aiokafka's eager sticky
-assignors send); :func:`assignors.ownership.trusted_owned` drops stale and conflicting claims, and
-:func:`assignors.balance.sticky_balance` does the rest.
+assignors send); :func:`groupcoord.assignors.ownership.trusted_owned` drops stale and conflicting claims, and
+:func:`groupcoord.assignors.balance.sticky_balance` does the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from assignors.balance import sticky_balance
-from assignors.model import GroupAssignment, GroupInput, Member, TopicPartition, finish
-from assignors.ordering import sorted_members
-from assignors.ownership import trusted_owned
+from groupcoord.assignors.balance import sticky_balance
+from groupcoord.assignors.model import GroupAssignment, GroupInput, Member, TopicPartition, finish
+from groupcoord.assignors.ordering import sorted_members
+from groupcoord.assignors.ownership import trusted_owned
 
 
 def partition_validator(group: GroupInput) -> Callable[[Member, TopicPartition], bool]:

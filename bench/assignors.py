@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from assignors import (
+from groupcoord.assignors import (
     CopartitionStrategy,
     GroupInput,
     Member,
@@ -135,7 +135,7 @@ def main() -> None:
         verdict = "" if goal is None else (f"<= {goal} ms ok" if ms <= goal else f"<= {goal} ms MISSED")
         failed |= goal is not None and ms > goal
         print(f"{name:<18} {scenario:<14} {ms:9.1f}  {verdict}")
-    from assignors.adapters import RangeAssignor, RoundRobinAssignor, StickyAssignor
+    from groupcoord.assignors.adapters import RangeAssignor, RoundRobinAssignor, StickyAssignor
 
     print("\nwhole aiokafka leader step (decode subscriptions + assign + encode assignments), no goal:")
     for adapter in (RangeAssignor, RoundRobinAssignor, StickyAssignor):

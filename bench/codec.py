@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.codec import decode_request, decode_response, encode_request, encode_response
-from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from protocol.messages.sync_group import SyncGroupResponse
+from groupcoord.protocol.codec import decode_request, decode_response, encode_request, encode_response
+from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+from groupcoord.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.protocol.messages.sync_group import SyncGroupResponse
 
 MEMBER = "consumer-1-" + "3f2b8c1e-9d4a-4e0b-8c55-1a2b3c4d5e6f"
 

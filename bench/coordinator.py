@@ -80,7 +80,7 @@ class Server:
                 "--log-level", "warning",
             ]  # fmt: skip
             if not os.path.exists(argv[0]):
-                argv = [PY, "-m", "server", *argv[1:]]
+                argv = [PY, "-m", "groupcoord.server", *argv[1:]]
         elif target == "echo":
             argv = [
                 PY,

@@ -23,11 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
-from protocol.codec import decode_response, encode_request  # noqa: E402
-from protocol.messages import fetch as fe  # noqa: E402
-from protocol.messages import offset_commit as oc  # noqa: E402
-from protocol.messages import produce as pr  # noqa: E402
-from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest  # noqa: E402
+from groupcoord.protocol.codec import decode_response, encode_request  # noqa: E402
+from groupcoord.protocol.messages import fetch as fe  # noqa: E402
+from groupcoord.protocol.messages import offset_commit as oc  # noqa: E402
+from groupcoord.protocol.messages import produce as pr  # noqa: E402
+from groupcoord.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest  # noqa: E402
 
 RECORD = b"x" * 1024
 
@@ -177,7 +177,7 @@ def main() -> None:
     args = ap.parse_args()
     port = free_port()
     with tempfile.TemporaryDirectory() as data:
-        cmd = [sys.executable, "-m", "server", "serve", "--port", str(port), "--data-dir", data,
+        cmd = [sys.executable, "-m", "groupcoord.server", "serve", "--port", str(port), "--data-dir", data,
                "--log-level", "warning", "--journal", "false"]  # fmt: skip
         srv = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
         try:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.codec import encode_response
-from protocol.messages.heartbeat import HeartbeatResponse
+from groupcoord.protocol.codec import encode_response
+from groupcoord.protocol.messages.heartbeat import HeartbeatResponse
 
 HEARTBEAT = 12
 # one pre-encoded OK Heartbeat response per version 0-4 (v4 is flexible: header v1)

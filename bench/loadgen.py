@@ -19,7 +19,7 @@ Scenarios (sub-commands):
   ``--interval`` seconds, spread evenly over 10 ms ticks; the server's CPU share and RSS are sampled over
   ``--duration`` seconds.
 
-Frames are encoded once with `protocol.codec.encode_request`; at run time only the generation is patched
+Frames are encoded once with `groupcoord.protocol.codec.encode_request`; at run time only the generation is patched
 into SyncGroup and Heartbeat frames (correlation ids stay fixed per frame). Responses of one connection come
 back in request order (Kafka mutes a channel while a request is in flight), so they are matched in order
 and only the fixed-offset fields (error code, generation) are read, except where a whole decode is needed
@@ -41,10 +41,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.codec import decode_response, encode_request
-from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from groupcoord.protocol.codec import decode_response, encode_request
+from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+from groupcoord.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
 # Non-flexible versions every target speaks; all three responses start corr(4) throttle(4) error(2).

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import crc32c
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from server.coordinator.records import OffsetRecord, OffsetValue
-from server.log import LogManager
-from server.storage import SqliteStateStore
+from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.log import LogManager
+from groupcoord.server.storage import SqliteStateStore
 
 RECORD = 1024
 PER_BATCH = 16

@@ -1,8 +1,8 @@
-"""`python -m pipeline --data-dir D --out R` (also what spark-submit runs on a cluster)."""
+"""`python -m groupcoord.pipeline --data-dir D --out R` (also what spark-submit runs on a cluster)."""
 
 import sys
 
-from pipeline.cli import main
+from groupcoord.pipeline.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,4 @@
-"""`python -m pipeline.bench --data-dir D`: time the report job on a journal and print events/minute.
+"""`python -m groupcoord.pipeline.bench --data-dir D`: time the report job on a journal and print events/minute.
 
 The session is started before the clock starts (JVM start-up is not throughput), then the full job runs
 (tables, summary.json, plots, report.html), as `groupcoord report` would. Goal: >= 10M events/min on a
@@ -26,14 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
 
-    from pipeline.spark import build_session, java_problem
+    from groupcoord.pipeline.spark import build_session, java_problem
 
     problem = java_problem()
     if problem:
         print(problem, file=sys.stderr)
         return 2
-    from pipeline.job import clear_outputs, run_job
-    from pipeline.progress import Progress
+    from groupcoord.pipeline.job import clear_outputs, run_job
+    from groupcoord.pipeline.progress import Progress
 
     spark = build_session(
         args.master, shuffle_partitions=args.shuffle_partitions, driver_memory=args.driver_memory

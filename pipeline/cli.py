@@ -1,4 +1,4 @@
-"""`groupcoord report` / `python -m pipeline`: arguments, the Java check, and turning failures into messages.
+"""`groupcoord report` / `python -m groupcoord.pipeline`: arguments, the Java check, and turning failures into messages.
 
 The lead's `groupcoord` CLI calls `add_report_arguments` and `run_report`; `pipeline/__main__.py` uses the
 same two functions, so spark-submit of the module and the installed command behave identically.
@@ -71,7 +71,7 @@ def _under_spark_submit() -> bool:
 
 def run_report(args: argparse.Namespace) -> int:
     """Run the report for parsed `args`; returns the process exit code (0 ok, 1 failed, 2 no Java)."""
-    from pipeline.transform import journal_files, journal_glob  # pyspark imports only; fast
+    from groupcoord.pipeline.transform import journal_files, journal_glob  # pyspark imports only; fast
 
     if args.since is not None and args.until is not None and args.since >= args.until:
         print("groupcoord report: --since must be before --until", file=sys.stderr)
@@ -85,16 +85,16 @@ def run_report(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     master = args.master or (None if _under_spark_submit() else "local[*]")
     if not _under_spark_submit():
-        from pipeline.spark import java_problem
+        from groupcoord.pipeline.spark import java_problem
 
         problem = java_problem()
         if problem:
             print(f"groupcoord report: {problem}", file=sys.stderr)
             return EXIT_NO_JAVA
 
-    from pipeline.job import clear_outputs, run_job
-    from pipeline.progress import Progress
-    from pipeline.spark import build_session
+    from groupcoord.pipeline.job import clear_outputs, run_job
+    from groupcoord.pipeline.progress import Progress
+    from groupcoord.pipeline.spark import build_session
 
     quiet = bool(args.quiet)
     if not quiet:
@@ -132,7 +132,8 @@ def run_report(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m pipeline", description="Rebalance report from the coordinator's journal (PySpark)."
+        prog="python -m groupcoord.pipeline",
+        description="Rebalance report from the coordinator's journal (PySpark).",
     )
     add_report_arguments(parser)
     return run_report(parser.parse_args(argv))

@@ -20,8 +20,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline import transform as T
-from pipeline.progress import Progress
+from groupcoord.pipeline import transform as T
+from groupcoord.pipeline.progress import Progress
 
 TABLES = ("rebalances", "member_sessions", "group_summary")
 TOP_GROUPS = 20  # groups shown in the timeline plot and the report's table
@@ -142,7 +142,7 @@ def run_job(
         (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
         if html:
             progress.step("drawing plots and report.html ...")
-            from pipeline import report  # matplotlib import is slow; skipped when html=False
+            from groupcoord.pipeline import report  # matplotlib import is slow; skipped when html=False
 
             top = [g["group"] for g in summary["top_groups"]]
             report.write_report(out, summary, _plot_data(rebal, top))

@@ -22,7 +22,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from pipeline.schema import END_CAUSES, JOURNAL_SCHEMA
+from groupcoord.pipeline.schema import END_CAUSES, JOURNAL_SCHEMA
 
 PREPARING = "PreparingRebalance"
 COMPLETING = "CompletingRebalance"

@@ -10,11 +10,11 @@ import io
 import struct
 from typing import Any
 
-from protocol.api import ApiKey
-from protocol.errors import DecodeError, EncodeError
-from protocol.headers import RequestHeader, ResponseHeader
-from protocol.messages import REQUESTS, RESPONSES
-from protocol.schema import _CODECS, codec, decode_from, encode_into
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.errors import DecodeError, EncodeError
+from groupcoord.protocol.headers import RequestHeader, ResponseHeader
+from groupcoord.protocol.messages import REQUESTS, RESPONSES
+from groupcoord.protocol.schema import _CODECS, codec, decode_from, encode_into
 
 _PREFIX = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")

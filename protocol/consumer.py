@@ -13,8 +13,8 @@ from __future__ import annotations
 import io
 import struct as _struct
 
-from protocol.errors import DecodeError
-from protocol.schema import BYTES, INT32, STRING, array, codec, encode_into, f, message, struct
+from groupcoord.protocol.errors import DecodeError
+from groupcoord.protocol.schema import BYTES, INT32, STRING, array, codec, encode_into, f, message, struct
 
 LATEST_VERSION = 3
 

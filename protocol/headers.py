@@ -7,7 +7,7 @@ except that ApiVersions responses always use header v0 (a client must read it be
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, STRING, f, message
+from groupcoord.protocol.schema import INT16, INT32, STRING, f, message
 
 
 @message(-1, "header", valid="0-2", flexible="2+")

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from construct import Construct
 
-from protocol.errors import EncodeError
+from groupcoord.protocol.errors import EncodeError
 
 
 class WireError(Exception):
@@ -331,7 +331,9 @@ def w_count(io: BinaryIO, n: int | None, nullable: bool, compact: bool) -> None:
         io.write(_S_I32.pack(n))
 
 
-RUNTIME_IMPORT = "from protocol.primitives import *\nfrom protocol.primitives import _utf8\n"
+RUNTIME_IMPORT = (
+    "from groupcoord.protocol.primitives import *\nfrom groupcoord.protocol.primitives import _utf8\n"
+)
 
 
 # --- construct classes ------------------------------------------------------------------------------------

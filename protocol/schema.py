@@ -23,8 +23,8 @@ from typing import Any, BinaryIO, TypeVar, dataclass_transform
 
 from construct import Construct
 
-from protocol.errors import DecodeError, EncodeError
-from protocol.primitives import RUNTIME_IMPORT, Array, r_exact, r_uvarint, scalar, uvarint_bytes
+from groupcoord.protocol.errors import DecodeError, EncodeError
+from groupcoord.protocol.primitives import RUNTIME_IMPORT, Array, r_exact, r_uvarint, scalar, uvarint_bytes
 
 T = TypeVar("T")
 

@@ -9,19 +9,19 @@ from typing import Any
 
 import structlog
 
-from protocol.api import ApiKey
-from server.apis import data, groups, loading, meta, offsets
-from server.config import ServerConfig
-from server.coordinator.machine import GroupStateMachine
-from server.coordinator.records import Record
-from server.dispatch import Dispatcher
-from server.journal import Journal
-from server.log.manager import LogManager
-from server.network import Connection
-from server.runtime import GroupRuntime
-from server.storage.sqlite import SqliteStateStore
-from server.timers import wall_ms
-from server.topics import Topics
+from groupcoord.protocol.api import ApiKey
+from groupcoord.server.apis import data, groups, loading, meta, offsets
+from groupcoord.server.config import ServerConfig
+from groupcoord.server.coordinator.machine import GroupStateMachine
+from groupcoord.server.coordinator.records import Record
+from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.journal import Journal
+from groupcoord.server.log.manager import LogManager
+from groupcoord.server.network import Connection
+from groupcoord.server.runtime import GroupRuntime
+from groupcoord.server.storage.sqlite import SqliteStateStore
+from groupcoord.server.timers import wall_ms
+from groupcoord.server.topics import Topics
 
 log = structlog.get_logger("groupcoord.server")
 

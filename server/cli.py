@@ -7,7 +7,7 @@ import asyncio
 import signal
 import sys
 
-from server.config import add_serve_arguments, config_from_args
+from groupcoord.server.config import add_serve_arguments, config_from_args
 
 DESCRIPTION = """\
 groupcoord is a Kafka-protocol consumer-group coordinator. Point Kafka clients' bootstrap servers at it:
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         "report", help="turn the event journal into rebalance tables and an HTML report (PySpark)"
     )
     try:
-        from pipeline.cli import add_report_arguments
+        from groupcoord.pipeline.cli import add_report_arguments
     except ImportError:
         add_report_arguments = None
     if add_report_arguments is not None:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "serve":
         return serve_main(args)
     if args.command == "report":
-        from pipeline.cli import run_report
+        from groupcoord.pipeline.cli import run_report
 
         return run_report(args)
     parser.print_help()
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve_main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    from server.logs import configure
+    from groupcoord.server.logs import configure
 
     configure(config.log_format, config.log_level)
     try:
@@ -61,7 +61,7 @@ def serve_main(args: argparse.Namespace) -> int:
 async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     import structlog
 
-    from server.broker import Broker
+    from groupcoord.server.broker import Broker
 
     log = structlog.get_logger("groupcoord.server")
     broker = Broker(config)

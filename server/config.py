@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.coordinator.types import CoordinatorConfig
+from groupcoord.server.coordinator.types import CoordinatorConfig
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """From a request frame to a response frame: version checks, decoding, the handler table, encoding.
 
 Handlers are plain functions `handler(ctx, request) -> response` (or a future of one, for requests the
-coordinator parks). What we advertise in ApiVersions is exactly the codec's range (`protocol.api.SUPPORTED`)
+coordinator parks). What we advertise in ApiVersions is exactly the codec's range (`groupcoord.protocol.api.SUPPORTED`)
 for each API that has a handler here.
 """
 
@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.api import SUPPORTED, ApiKey
-from protocol.codec import decode_request, encode_response, peek
-from protocol.errors import DecodeError, ErrorCode
-from protocol.messages import RESPONSES
-from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
+from groupcoord.protocol.api import SUPPORTED, ApiKey
+from groupcoord.protocol.codec import decode_request, encode_response, peek
+from groupcoord.protocol.errors import DecodeError, ErrorCode
+from groupcoord.protocol.messages import RESPONSES
+from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from server.broker import Broker
-    from server.network import Connection
+    from groupcoord.server.broker import Broker
+    from groupcoord.server.network import Connection
 
 log = structlog.get_logger("groupcoord.dispatch")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from server.coordinator.machine import EVENT_KEYS
+from groupcoord.server.coordinator.machine import EVENT_KEYS
 
 log = structlog.get_logger("groupcoord.journal")
 

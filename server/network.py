@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 if TYPE_CHECKING:
-    from server.dispatch import Dispatcher
+    from groupcoord.server.dispatch import Dispatcher
 
 log = structlog.get_logger("groupcoord.network")
 

@@ -1,6 +1,6 @@
 """Runs the pure group state machine: one mailbox per group, timers, persist-then-reply, the journal.
 
-The state machine (`server.coordinator`) never does I/O; it returns `Effects`. This module applies them:
+The state machine (`groupcoord.server.coordinator`) never does I/O; it returns `Effects`. This module applies them:
 timers to the `TimerService`, events to the journal and the log, records to the `StateStore`, and replies to
 the futures the network layer waits on. Each group is an actor: while a group waits for a write to become
 durable, its later requests and timer expiries queue in its mailbox and run in order afterwards, so the
@@ -18,10 +18,10 @@ from typing import Any
 
 import structlog
 
-from protocol.errors import ErrorCode
-from server.coordinator.types import CancelTimer, Effects, ScheduleTimer
-from server.journal import Journal
-from server.timers import TimerService, wall_ms
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
+from groupcoord.server.journal import Journal
+from groupcoord.server.timers import TimerService, wall_ms
 
 log = structlog.get_logger("groupcoord.coordinator")
 

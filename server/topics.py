@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from server.log.errors import LogError
-from server.log.manager import LogManager
-from server.log.topics import TopicInfo, validate_topic_name
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.manager import LogManager
+from groupcoord.server.log.topics import TopicInfo, validate_topic_name
 
 
 def valid_topic_name(name: str) -> bool:

@@ -41,7 +41,7 @@ class ServerProcess:
     def start(self, timeout: float = 20.0) -> ServerProcess:
         self.starts += 1
         cmd = [
-            sys.executable, "-m", "server", "serve",
+            sys.executable, "-m", "groupcoord.server", "serve",
             "--host", self.host, "--port", str(self.port), "--data-dir", str(self.data_dir),
             "--group-initial-rebalance-delay-ms", "0", "--group-min-session-timeout-ms", "1000",
             "--log-level", os.environ.get("GROUPCOORD_TEST_LOG_LEVEL", "info"),

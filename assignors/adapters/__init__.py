@@ -7,9 +7,9 @@ Usage::
     assignor.bind(consumer)  # lets the assignor learn its group generation (aiokafka never tells it)
 """
 
-from assignors.adapters.aiokafka_compat import install_full_subscription_decoding
-from assignors.adapters.base import CoreAssignor
-from assignors.adapters.strategies import (
+from groupcoord.assignors.adapters.aiokafka_compat import install_full_subscription_decoding
+from groupcoord.assignors.adapters.base import CoreAssignor
+from groupcoord.assignors.adapters.strategies import (
     CopartitionAssignor,
     RackAwareAssignor,
     RangeAssignor,

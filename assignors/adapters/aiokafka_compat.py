@@ -17,7 +17,7 @@ from typing import Any
 from aiokafka.coordinator import protocol as _akp
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
-from assignors.model import TopicMetadata
+from groupcoord.assignors.model import TopicMetadata
 
 
 class RawConsumerProtocolMemberMetadata(_akp.ConsumerProtocolMemberMetadata):

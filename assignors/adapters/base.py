@@ -14,22 +14,22 @@ from typing import Any
 
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 
-from assignors.adapters.aiokafka_compat import (
+from groupcoord.assignors.adapters.aiokafka_compat import (
     current_generation,
     install_full_subscription_decoding,
     topic_metadata,
 )
-from assignors.adapters.subscription import group_partitions, member_from_subscription
-from assignors.adapters.userdata import decode_stamp, encode_labels, encode_stamp
-from assignors.model import GroupAssignment, GroupInput, Member, TopicPartition
-from protocol.consumer import (
+from groupcoord.assignors.adapters.subscription import group_partitions, member_from_subscription
+from groupcoord.assignors.adapters.userdata import decode_stamp, encode_labels, encode_stamp
+from groupcoord.assignors.model import GroupAssignment, GroupInput, Member, TopicPartition
+from groupcoord.protocol.consumer import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from protocol.errors import DecodeError
+from groupcoord.protocol.errors import DecodeError
 
 log = logging.getLogger(__name__)
 

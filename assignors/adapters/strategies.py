@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from assignors.adapters.base import CoreAssignor
-from assignors.adapters.userdata import encode_sticky_user_data
-from assignors.copartition import CopartitionStrategy
-from assignors.model import GroupAssignment, GroupInput
-from assignors.rack_aware import RackAwareStrategy
-from assignors.range import RangeStrategy
-from assignors.replicated import ReplicatedStrategy
-from assignors.roundrobin import RoundRobinStrategy
-from assignors.sticky import StickyStrategy
+from groupcoord.assignors.adapters.base import CoreAssignor
+from groupcoord.assignors.adapters.userdata import encode_sticky_user_data
+from groupcoord.assignors.copartition import CopartitionStrategy
+from groupcoord.assignors.model import GroupAssignment, GroupInput
+from groupcoord.assignors.rack_aware import RackAwareStrategy
+from groupcoord.assignors.range import RangeStrategy
+from groupcoord.assignors.replicated import ReplicatedStrategy
+from groupcoord.assignors.roundrobin import RoundRobinStrategy
+from groupcoord.assignors.sticky import StickyStrategy
 
 
 class RangeAssignor(CoreAssignor):

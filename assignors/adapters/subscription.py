@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from assignors.adapters.userdata import decode_labels, decode_sticky_user_data
-from assignors.model import Member, TopicPartition
-from protocol.consumer import ConsumerProtocolSubscription, TopicPartitions
+from groupcoord.assignors.adapters.userdata import decode_labels, decode_sticky_user_data
+from groupcoord.assignors.model import Member, TopicPartition
+from groupcoord.protocol.consumer import ConsumerProtocolSubscription, TopicPartitions
 
 
 def group_partitions(tps: Iterable[TopicPartition]) -> tuple[TopicPartitions, ...]:

@@ -16,7 +16,7 @@ import json
 import struct
 from collections.abc import Iterable, Mapping
 
-from assignors.model import TopicPartition
+from groupcoord.assignors.model import TopicPartition
 
 LABELS_MAGIC = b"GCL1"
 STAMP_MAGIC = b"GCG1"

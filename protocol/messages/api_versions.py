@@ -21,7 +21,7 @@ knows which version the broker answered with).
 
 from __future__ import annotations
 
-from protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message, struct
 
 
 @message(18, "request", valid="0-4", flexible="3+")

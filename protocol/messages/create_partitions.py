@@ -17,7 +17,7 @@ Response (same fields in every version):
 
 from __future__ import annotations
 
-from protocol.schema import BOOL, INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, INT16, INT32, STRING, array, f, message, struct
 
 
 @struct

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import uuid
 
-from protocol.schema import BOOL, INT8, INT16, INT32, STRING, UUID, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, INT8, INT16, INT32, STRING, UUID, array, f, message, struct
 
 
 @struct

@@ -5,7 +5,7 @@ Version notes: v1 same layout; v2 flexible encoding.
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT16, INT32, STRING, array, f, message, struct
 
 
 @message(42, "request", valid="0-2", flexible="2+")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 
-from protocol.schema import INT16, INT32, STRING, UUID, array, f, message, struct
+from groupcoord.protocol.schema import INT16, INT32, STRING, UUID, array, f, message, struct
 
 
 @struct

@@ -6,7 +6,7 @@ AuthorizedOperations (KIP-430); v4 members' GroupInstanceId (KIP-345); v5 flexib
 
 from __future__ import annotations
 
-from protocol.schema import BOOL, BYTES, INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, BYTES, INT16, INT32, STRING, array, f, message, struct
 
 
 @message(15, "request", valid="0-5", flexible="5+")

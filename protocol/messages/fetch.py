@@ -32,7 +32,7 @@ Response:
 
 from __future__ import annotations
 
-from protocol.schema import INT8, INT16, INT32, INT64, RECORDS, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT8, INT16, INT32, INT64, RECORDS, STRING, array, f, message, struct
 
 
 @struct

@@ -22,7 +22,7 @@ Response:
 
 from __future__ import annotations
 
-from protocol.schema import INT8, INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT8, INT16, INT32, STRING, array, f, message, struct
 
 
 @message(10, "request", valid="0-6", flexible="3+")

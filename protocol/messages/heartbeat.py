@@ -6,7 +6,7 @@ v4 flexible encoding.
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, STRING, f, message
+from groupcoord.protocol.schema import INT16, INT32, STRING, f, message
 
 
 @message(12, "request", valid="0-4", flexible="4+")

@@ -21,7 +21,7 @@ Response (same fields in every version):
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, INT64, STRING, f, message
+from groupcoord.protocol.schema import INT16, INT32, INT64, STRING, f, message
 
 
 @message(22, "request", valid="0-4", flexible="2+")

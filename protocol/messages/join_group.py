@@ -11,7 +11,7 @@ Version notes (request / response):
 
 from __future__ import annotations
 
-from protocol.schema import BOOL, BYTES, INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, BYTES, INT16, INT32, STRING, array, f, message, struct
 
 
 @struct

@@ -6,7 +6,7 @@ GroupState (KIP-518); v5 TypesFilter and GroupType (KIP-848).
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT16, INT32, STRING, array, f, message, struct
 
 
 @message(16, "request", valid="0-5", flexible="3+")

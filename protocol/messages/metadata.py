@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import uuid
 
-from protocol.schema import BOOL, INT16, INT32, STRING, UUID, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, INT16, INT32, STRING, UUID, array, f, message, struct
 
 ZERO_UUID = uuid.UUID(int=0)
 

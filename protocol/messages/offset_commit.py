@@ -10,7 +10,7 @@ Version notes:
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
 
 
 @struct

@@ -11,7 +11,7 @@ Version notes:
 
 from __future__ import annotations
 
-from protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message, struct
+from groupcoord.protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message, struct
 
 
 @struct

@@ -19,7 +19,7 @@ Response:
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
 
 
 @struct

@@ -27,7 +27,7 @@ Records are the raw record-batch bytes (`RECORDS`, nullable bytes); this layer n
 
 from __future__ import annotations
 
-from protocol.schema import INT16, INT32, INT64, RECORDS, STRING, array, f, message, struct
+from groupcoord.protocol.schema import INT16, INT32, INT64, RECORDS, STRING, array, f, message, struct
 
 
 @struct

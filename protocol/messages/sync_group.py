@@ -9,7 +9,7 @@ Version notes:
 
 from __future__ import annotations
 
-from protocol.schema import BYTES, INT16, INT32, STRING, array, f, message, struct
+from groupcoord.protocol.schema import BYTES, INT16, INT32, STRING, array, f, message, struct
 
 
 @struct

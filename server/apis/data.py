@@ -1,6 +1,6 @@
 """The data plane: Produce, Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch, DeleteTopics,
 CreatePartitions — enough for real consumers to consume and producers to produce (the log lives in
-`server.log`).
+`groupcoord.server.log`).
 
 Version notes:
 - Produce 3-9 (magic-2 record batches only). acks=0 gets no response at all, as in Kafka. Transactional
@@ -18,18 +18,18 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
-from protocol.messages import create_partitions as cp
-from protocol.messages import delete_topics as dt
-from protocol.messages import fetch as fe
-from protocol.messages import init_producer_id as ip
-from protocol.messages import list_offsets as lo
-from protocol.messages import offset_for_leader_epoch as ol
-from protocol.messages import produce as pr
-from server.log.errors import LogError
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import create_partitions as cp
+from groupcoord.protocol.messages import delete_topics as dt
+from groupcoord.protocol.messages import fetch as fe
+from groupcoord.protocol.messages import init_producer_id as ip
+from groupcoord.protocol.messages import list_offsets as lo
+from groupcoord.protocol.messages import offset_for_leader_epoch as ol
+from groupcoord.protocol.messages import produce as pr
+from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
-    from server.dispatch import RequestContext
+    from groupcoord.server.dispatch import RequestContext
 
 NO_TRANSACTIONS = "groupcoord has no transaction coordinator: transactional producers are not supported"
 
@@ -67,7 +67,7 @@ async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceRes
 
 
 async def _failed(code: ErrorCode, message: str) -> Any:
-    from server.log.manager import AppendResult
+    from groupcoord.server.log.manager import AppendResult
 
     return AppendResult(code, -1, -1, error_message=message)
 

@@ -2,7 +2,7 @@
 
 These handlers only translate: every wire version is normalised into the state machine's request types and
 the machine's results are written back in the shape each version expects (spec §2.10, §3.6, §5.5, §7).
-The group logic itself lives in `server.coordinator`.
+The group logic itself lives in `groupcoord.server.coordinator`.
 
 Version-dependent shaping done here:
 - JoinGroup: ProtocolName null becomes "" up to v6, "" becomes null from v7; ProtocolType from v7; members'
@@ -17,21 +17,29 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from protocol.api import ApiKey
-from protocol.codec import encode_response
-from protocol.errors import ErrorCode
-from protocol.messages import describe_groups as dg
-from protocol.messages import list_groups as lg
-from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse
-from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
-from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
-from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from server.coordinator import types as m
-from server.dispatch import Prebuilt, then
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.codec import encode_response
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import describe_groups as dg
+from groupcoord.protocol.messages import list_groups as lg
+from groupcoord.protocol.messages.delete_groups import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
+from groupcoord.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from groupcoord.protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
+from groupcoord.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+from groupcoord.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from groupcoord.server.coordinator import types as m
+from groupcoord.server.dispatch import Prebuilt, then
 
 if TYPE_CHECKING:
-    from server.dispatch import RequestContext
+    from groupcoord.server.dispatch import RequestContext
 
 # READ, DELETE and DESCRIBE: everything a client may do to a group when no authorizer is configured
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)

@@ -10,20 +10,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from protocol.api import ApiKey
-from protocol.errors import ErrorCode
-from protocol.messages import delete_groups as dl
-from protocol.messages import describe_groups as dg
-from protocol.messages import heartbeat as hb
-from protocol.messages import join_group as jg
-from protocol.messages import leave_group as lv
-from protocol.messages import list_groups as lg
-from protocol.messages import offset_commit as oc
-from protocol.messages import offset_fetch as of
-from protocol.messages import sync_group as sg
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import delete_groups as dl
+from groupcoord.protocol.messages import describe_groups as dg
+from groupcoord.protocol.messages import heartbeat as hb
+from groupcoord.protocol.messages import join_group as jg
+from groupcoord.protocol.messages import leave_group as lv
+from groupcoord.protocol.messages import list_groups as lg
+from groupcoord.protocol.messages import offset_commit as oc
+from groupcoord.protocol.messages import offset_fetch as of
+from groupcoord.protocol.messages import sync_group as sg
 
 if TYPE_CHECKING:
-    from server.dispatch import RequestContext
+    from groupcoord.server.dispatch import RequestContext
 
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
@@ -47,7 +47,7 @@ def _leave(ctx: RequestContext, req: lv.LeaveGroupRequest) -> lv.LeaveGroupRespo
 
 
 def _commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> oc.OffsetCommitResponse:
-    from server.apis.offsets import _commit_errors
+    from groupcoord.server.apis.offsets import _commit_errors
 
     return _commit_errors(req, LOADING)
 

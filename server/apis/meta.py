@@ -1,7 +1,7 @@
 """ApiVersions, Metadata, FindCoordinator, CreateTopics, DeleteTopics: what a client asks before joining.
 
 Version notes:
-- ApiVersions 0-4: the table comes from `protocol.api.SUPPORTED`; an unsupported version is answered by the
+- ApiVersions 0-4: the table comes from `groupcoord.protocol.api.SUPPORTED`; an unsupported version is answered by the
   dispatcher (v0, UNSUPPORTED_VERSION, our range). v3+ client software name/version must match Kafka's pattern.
 - Metadata 0-12: this node is the only broker and the controller; topic ids from v10; v0 an empty topic list
   means all topics, v1+ null means all and empty means none; auto-creation from v4 follows the request flag
@@ -16,21 +16,29 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
-from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from protocol.messages.create_topics import CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse
-from protocol.messages.find_coordinator import Coordinator, FindCoordinatorRequest, FindCoordinatorResponse
-from protocol.messages.metadata import (
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupcoord.protocol.messages.create_topics import (
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+from groupcoord.protocol.messages.find_coordinator import (
+    Coordinator,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from groupcoord.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
-from server.log.errors import LogError
+from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
-    from server.dispatch import RequestContext
+    from groupcoord.server.dispatch import RequestContext
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 ZERO_UUID = uuid.UUID(int=0)

@@ -15,15 +15,15 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from protocol.errors import ErrorCode
-from protocol.messages import offset_commit as oc
-from protocol.messages import offset_fetch as of
-from server.apis.groups import _parked
-from server.coordinator import types as m
-from server.dispatch import then
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import offset_commit as oc
+from groupcoord.protocol.messages import offset_fetch as of
+from groupcoord.server.apis.groups import _parked
+from groupcoord.server.coordinator import types as m
+from groupcoord.server.dispatch import then
 
 if TYPE_CHECKING:
-    from server.dispatch import RequestContext
+    from groupcoord.server.dispatch import RequestContext
 
 
 def _commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitResponse:

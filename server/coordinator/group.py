@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Hashable
 from enum import StrEnum
 
-from server.coordinator.consumer import CONSUMER, subscription_topics
-from server.coordinator.records import GroupMetadataValue, MemberMetadataValue
+from groupcoord.server.coordinator.consumer import CONSUMER, subscription_topics
+from groupcoord.server.coordinator.records import GroupMetadataValue, MemberMetadataValue
 
 
 class GroupState(StrEnum):

@@ -16,9 +16,9 @@ import uuid
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 
-from protocol.errors import ErrorCode
-from server.coordinator.consumer import CONSUMER, EMPTY_CONSUMER_ASSIGNMENT, assignment_partitions
-from server.coordinator.group import (
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.consumer import CONSUMER, EMPTY_CONSUMER_ASSIGNMENT, assignment_partitions
+from groupcoord.server.coordinator.group import (
     COMPLETING,
     DEAD,
     EMPTY,
@@ -28,7 +28,7 @@ from server.coordinator.group import (
     GroupState,
     Member,
 )
-from server.coordinator.records import (
+from groupcoord.server.coordinator.records import (
     GroupMetadataValue,
     GroupRecord,
     MemberMetadataValue,
@@ -36,7 +36,7 @@ from server.coordinator.records import (
     OffsetValue,
     Record,
 )
-from server.coordinator.types import (
+from groupcoord.server.coordinator.types import (
     CancelTimer,
     CommitPartition,
     CoordinatorConfig,

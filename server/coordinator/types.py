@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from server.coordinator.records import Record
+from groupcoord.server.coordinator.records import Record
 
 # ---------------------------------------------------------------------------------------------- requests
 

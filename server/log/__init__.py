@@ -1,11 +1,11 @@
 """Data-plane storage: per-partition append-only logs of Kafka record batches (see docs/storage.md)."""
 
-from server.log.errors import LogError
-from server.log.flush import FlushPolicy
-from server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult
-from server.log.partition import PartitionLog
-from server.log.producer_state import ProducerStateManager
-from server.log.topics import TopicInfo, validate_topic_name
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.flush import FlushPolicy
+from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult
+from groupcoord.server.log.partition import PartitionLog
+from groupcoord.server.log.producer_state import ProducerStateManager
+from groupcoord.server.log.topics import TopicInfo, validate_topic_name
 
 __all__ = [
     "AppendResult",

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import crc32c
 
-from protocol.errors import ErrorCode
-from server.log.errors import LogError
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.errors import LogError
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted by batchLength

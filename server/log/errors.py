@@ -5,7 +5,7 @@ It carries the Kafka error code to put in the response, so API handlers map it w
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from groupcoord.protocol.errors import ErrorCode
 
 
 class LogError(Exception):

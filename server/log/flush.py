@@ -19,9 +19,9 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, NamedTuple
 
-from protocol.errors import ErrorCode
-from server.log.partition import PartitionLog
-from server.log.segment import Segment
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.partition import PartitionLog
+from groupcoord.server.log.segment import Segment
 
 log = logging.getLogger(__name__)
 

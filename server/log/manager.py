@@ -24,17 +24,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from protocol.errors import ErrorCode
-from server.log.errors import LogError
-from server.log.flush import Flusher, FlushPolicy
-from server.log.partition import (
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.flush import Flusher, FlushPolicy
+from groupcoord.server.log.partition import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MAX_BATCH_BYTES,
     DEFAULT_SEGMENT_BYTES,
     PartitionLog,
 )
-from server.log.producer_ids import ProducerIdAllocator
-from server.log.topics import (
+from groupcoord.server.log.producer_ids import ProducerIdAllocator
+from groupcoord.server.log.topics import (
     TopicInfo,
     collision_key,
     load_registry,

@@ -26,8 +26,8 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 
-from protocol.errors import ErrorCode
-from server.log.batch import (
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.batch import (
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     BatchHeader,
@@ -40,9 +40,9 @@ from server.log.batch import (
     stored_prefix,
     validate_for_append,
 )
-from server.log.errors import LogError
-from server.log.producer_state import ProducerStateManager
-from server.log.segment import DiskFile, MemoryFile, Segment, segment_name
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.producer_state import ProducerStateManager
+from groupcoord.server.log.segment import DiskFile, MemoryFile, Segment, segment_name
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.errors import ErrorCode
-from server.log.batch import INT32_MAX, BatchHeader
-from server.log.errors import LogError
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.batch import INT32_MAX, BatchHeader
+from groupcoord.server.log.errors import LogError
 
 MAX_CACHED_BATCHES = 5
 

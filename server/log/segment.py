@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from server.log.batch import HEADER_SIZE, BatchHeader, parse_header
+from groupcoord.server.log.batch import HEADER_SIZE, BatchHeader, parse_header
 
 _INDEX_ENTRY = struct.Struct(">II")
 INDEX_ENTRY_SIZE = _INDEX_ENTRY.size

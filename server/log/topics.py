@@ -15,8 +15,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import ErrorCode
-from server.log.errors import LogError
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.errors import LogError
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")

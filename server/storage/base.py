@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from server.coordinator.records import Record
+from groupcoord.server.coordinator.records import Record
 
 
 class StorageError(Exception):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from server.coordinator.records import GroupRecord, OffsetRecord, Record
-from server.storage.base import StorageError
+from groupcoord.server.coordinator.records import GroupRecord, OffsetRecord, Record
+from groupcoord.server.storage.base import StorageError
 
 
 class MemoryStateStore:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from server.coordinator.records import (
+from groupcoord.server.coordinator.records import (
     GroupMetadataValue,
     GroupRecord,
     MemberMetadataValue,
@@ -33,7 +33,7 @@ from server.coordinator.records import (
     OffsetValue,
     Record,
 )
-from server.storage.base import StorageError
+from groupcoord.server.storage.base import StorageError
 
 SCHEMA_VERSION = 1
 _SCHEMA = """

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from hypothesis import strategies as st
 
-from assignors import GroupAssignment, GroupInput, Member, TopicMetadata, TopicPartition
+from groupcoord.assignors import GroupAssignment, GroupInput, Member, TopicMetadata, TopicPartition
 
 TOPIC_NAMES = ("t0", "t1", "t2", "t3")
 RACKS = ("a", "b", "c")

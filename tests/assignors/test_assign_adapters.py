@@ -13,8 +13,8 @@ from aiokafka.coordinator.assignors.sticky.sticky_assignor import (
 from aiokafka.coordinator.protocol import ConsumerProtocol, ConsumerProtocolMemberMetadata
 from aiokafka.protocol.metadata import MetadataResponse_v1
 
-from assignors import TopicPartition
-from assignors.adapters import (
+from groupcoord.assignors import TopicPartition
+from groupcoord.assignors.adapters import (
     CopartitionAssignor,
     CoreAssignor,
     RackAwareAssignor,
@@ -24,15 +24,15 @@ from assignors.adapters import (
     StickyAssignor,
     install_full_subscription_decoding,
 )
-from assignors.adapters.aiokafka_compat import RawConsumerProtocolMemberMetadata
-from assignors.adapters.userdata import (
+from groupcoord.assignors.adapters.aiokafka_compat import RawConsumerProtocolMemberMetadata
+from groupcoord.assignors.adapters.userdata import (
     decode_labels,
     decode_stamp,
     decode_sticky_user_data,
     encode_labels,
     encode_sticky_user_data,
 )
-from protocol.consumer import (
+from groupcoord.protocol.consumer import (
     ConsumerProtocolSubscription,
     TopicPartitions,
     decode_assignment,

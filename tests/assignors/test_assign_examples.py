@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from assignor_helpers import as_strings, check_valid, group, tps
 
-from assignors import (
+from groupcoord.assignors import (
     AssignmentError,
     CopartitionMismatchError,
     CopartitionStrategy,

@@ -21,7 +21,7 @@ from assignor_helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignors import (
+from groupcoord.assignors import (
     CopartitionStrategy,
     GroupInput,
     Member,

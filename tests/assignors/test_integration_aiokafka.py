@@ -8,7 +8,6 @@ record must be read, by the member that owns its partition at the time (k member
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 from collections.abc import Callable
 
@@ -16,7 +15,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from assignors.adapters import (
+from groupcoord.assignors.adapters import (
     CopartitionAssignor,
     CoreAssignor,
     RackAwareAssignor,
@@ -26,12 +25,7 @@ from assignors.adapters import (
     StickyAssignor,
 )
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        importlib.util.find_spec("server.cli") is None, reason="server/cli.py not written yet"
-    ),
-]
+pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 Record = tuple[str, int, bytes]  # topic, partition, value

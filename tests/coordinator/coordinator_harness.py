@@ -12,9 +12,9 @@ import itertools
 import struct
 from typing import Any
 
-from protocol.errors import ErrorCode
-from server.coordinator.machine import GroupStateMachine
-from server.coordinator.types import (
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.machine import GroupStateMachine
+from groupcoord.server.coordinator.types import (
     CancelTimer,
     CommitPartition,
     CoordinatorConfig,

@@ -7,9 +7,9 @@ from dataclasses import replace
 import pytest
 from coordinator_harness import DEFAULT_PROTOCOLS, Harness, assignment, subscription, sync_ok
 
-from protocol.errors import ErrorCode as E
-from server.coordinator.records import GroupRecord
-from server.coordinator.types import CoordinatorConfig
+from groupcoord.protocol.errors import ErrorCode as E
+from groupcoord.server.coordinator.records import GroupRecord
+from groupcoord.server.coordinator.types import CoordinatorConfig
 
 G = "group"
 

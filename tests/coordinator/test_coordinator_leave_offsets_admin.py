@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from coordinator_harness import Harness, assignment, subscription
 
-from protocol.errors import ErrorCode as E
-from server.coordinator.group import ClassicGroup, Member
-from server.coordinator.records import GroupRecord, OffsetRecord
-from server.coordinator.types import (
+from groupcoord.protocol.errors import ErrorCode as E
+from groupcoord.server.coordinator.group import ClassicGroup, Member
+from groupcoord.server.coordinator.records import GroupRecord, OffsetRecord
+from groupcoord.server.coordinator.types import (
     CommitPartition,
     FetchedPartition,
     OffsetCommitRequest,

@@ -7,12 +7,21 @@ import itertools
 import pytest
 from coordinator_harness import START_MS, Harness, assignment, subscription, sync_ok
 
-from protocol.errors import ErrorCode as E
-from server.coordinator.consumer import EMPTY_CONSUMER_ASSIGNMENT, assignment_partitions, subscription_topics
-from server.coordinator.group import VALID_PREVIOUS, ClassicGroup, GroupState, IllegalStateTransition
-from server.coordinator.machine import GroupStateMachine
-from server.coordinator.records import GroupRecord, OffsetRecord
-from server.coordinator.types import (
+from groupcoord.protocol.errors import ErrorCode as E
+from groupcoord.server.coordinator.consumer import (
+    EMPTY_CONSUMER_ASSIGNMENT,
+    assignment_partitions,
+    subscription_topics,
+)
+from groupcoord.server.coordinator.group import (
+    VALID_PREVIOUS,
+    ClassicGroup,
+    GroupState,
+    IllegalStateTransition,
+)
+from groupcoord.server.coordinator.machine import GroupStateMachine
+from groupcoord.server.coordinator.records import GroupRecord, OffsetRecord
+from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
     HeartbeatRequest,
     JoinGroupRequest,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from coordinator_harness import Harness, assignment, sync_ok
 
-from protocol.errors import ErrorCode as E
-from server.coordinator.group import DEAD
+from groupcoord.protocol.errors import ErrorCode as E
+from groupcoord.server.coordinator.group import DEAD
 
 G = "group"
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from protocol.codec import decode_response, encode_request
+from groupcoord.protocol.codec import decode_response, encode_request
 
 
 async def wait_for(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.1) -> None:
@@ -193,8 +193,8 @@ def journal_events(data_dir: Any, group: str | None = None) -> list[dict[str, An
 
 def describe_group(host: str, port: int, group: str) -> dict[str, Any]:
     """DescribeGroups v4 over a fresh raw connection: state, protocol, members with decoded assignments."""
-    from protocol.consumer import decode_assignment
-    from protocol.messages.describe_groups import DescribeGroupsRequest
+    from groupcoord.protocol.consumer import decode_assignment
+    from groupcoord.protocol.messages.describe_groups import DescribeGroupsRequest
 
     c = RawClient(host, port)
     try:

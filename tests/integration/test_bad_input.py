@@ -24,25 +24,25 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from protocol.codec import decode_response, encode_request
-from protocol.consumer import ConsumerProtocolSubscription, encode_subscription
-from protocol.errors import ErrorCode
-from protocol.messages import RESPONSES
-from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.delete_groups import DeleteGroupsRequest
-from protocol.messages.describe_groups import DescribeGroupsRequest
-from protocol.messages.fetch import FetchRequest
-from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
-from protocol.messages.list_groups import ListGroupsRequest
-from protocol.messages.metadata import MetadataRequest
-from protocol.messages.offset_commit import (
+from groupcoord.protocol.codec import decode_response, encode_request
+from groupcoord.protocol.consumer import ConsumerProtocolSubscription, encode_subscription
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import RESPONSES
+from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
+from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
+from groupcoord.protocol.messages.describe_groups import DescribeGroupsRequest
+from groupcoord.protocol.messages.fetch import FetchRequest
+from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+from groupcoord.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from groupcoord.protocol.messages.list_groups import ListGroupsRequest
+from groupcoord.protocol.messages.metadata import MetadataRequest
+from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from protocol.messages.sync_group import SyncGroupRequest
+from groupcoord.protocol.messages.sync_group import SyncGroupRequest
 from tests.integration.helpers import RawClient, describe_group, exact_cover, journal_events, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

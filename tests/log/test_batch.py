@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from log_helpers import decode, make_batch
 
-from protocol.errors import ErrorCode
-from server.log.batch import (
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.batch import (
     HEADER_SIZE,
     check_batch,
     crc_ok,
@@ -14,7 +14,7 @@ from server.log.batch import (
     split_batches,
     validate_for_append,
 )
-from server.log.errors import LogError
+from groupcoord.server.log.errors import LogError
 
 
 def test_header_fields_match_the_builder() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from log_helpers import batch_offsets, decode, make_batch
 
-from protocol.errors import ErrorCode
-from server.log import FlushPolicy, LogError, LogManager
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log import FlushPolicy, LogError, LogManager
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ async def test_fsync_failure_fails_the_waiters_and_takes_the_partition_offline(
     def broken_fsync(self: object) -> None:
         raise OSError(5, "Input/output error")
 
-    from server.log.segment import Segment
+    from groupcoord.server.log.segment import Segment
 
     monkeypatch.setattr(Segment, "fsync", broken_fsync)
     r = await manager.append("t", 0, make_batch(), -1)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from log_helpers import batch_offsets, decode, make_batch
 
-from protocol.errors import ErrorCode
-from server.log.errors import LogError
-from server.log.partition import PRODUCER_SNAPSHOT, PartitionLog
-from server.log.segment import segment_name
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.partition import PRODUCER_SNAPSHOT, PartitionLog
+from groupcoord.server.log.segment import segment_name
 
 
 def open_log(d: Path | None, **kw: object) -> PartitionLog:

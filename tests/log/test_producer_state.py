@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from log_helpers import make_batch
 
-from protocol.errors import ErrorCode
-from server.log.batch import INT32_MAX, parse_header
-from server.log.errors import LogError
-from server.log.partition import PartitionLog
-from server.log.producer_state import ProducerStateManager
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.batch import INT32_MAX, parse_header
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.partition import PartitionLog
+from groupcoord.server.log.producer_state import ProducerStateManager
 
 
 def header(n: int, pid: int, epoch: int, seq: int):  # type: ignore[no-untyped-def]

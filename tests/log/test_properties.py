@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from log_helpers import batch_offsets, decode, make_batch
 
-from server.log.partition import PartitionLog
-from server.log.segment import segment_name
+from groupcoord.server.log.partition import PartitionLog
+from groupcoord.server.log.segment import segment_name
 
 
 @settings(max_examples=40, deadline=None)

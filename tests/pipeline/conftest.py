@@ -131,7 +131,7 @@ def journal(tmp_path: Path) -> Journal:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local[2] session for every Spark test (starting a JVM costs seconds; the suite shares it)."""
-    from pipeline.spark import build_session, java_problem
+    from groupcoord.pipeline.spark import build_session, java_problem
 
     problem = java_problem()
     if problem:

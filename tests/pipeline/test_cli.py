@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import add_report_arguments, parse_time
+from groupcoord.pipeline.cli import add_report_arguments, parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
 

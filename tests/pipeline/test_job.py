@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.job import run_job
+from groupcoord.pipeline.job import run_job
 
 pytestmark = pytest.mark.spark
 

@@ -23,7 +23,7 @@ PARTITIONS = 6
 
 def _groupcoord() -> list[str]:
     exe = Path(sys.executable).with_name("groupcoord")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "server"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "groupcoord.server"]
 
 
 async def _settled(consumers: list[AIOKafkaConsumer], timeout: float = 30) -> None:

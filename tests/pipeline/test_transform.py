@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pipeline import transform as T
+from groupcoord.pipeline import transform as T
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from protocol.messages import ALL_MESSAGES as _REGISTRY
-from protocol.schema import ArrayOf, FieldSpec
+from groupcoord.protocol.messages import ALL_MESSAGES as _REGISTRY
+from groupcoord.protocol.schema import ArrayOf, FieldSpec
 
 ALL_MESSAGES: list[type] = list(_REGISTRY)
 

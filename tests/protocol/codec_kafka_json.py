@@ -14,7 +14,7 @@ import re
 import uuid
 from typing import Any
 
-from protocol.schema import ArrayOf, FieldSpec, Versions, snake
+from groupcoord.protocol.schema import ArrayOf, FieldSpec, Versions, snake
 
 _COMMENTS = re.compile(r"(?m)^\s*//.*$")
 

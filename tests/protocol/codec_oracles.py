@@ -18,7 +18,7 @@ from typing import Any
 
 from codec_helpers import is_flexible, plain, versions_of, wire_fields
 
-from protocol.schema import ArrayOf, FieldSpec
+from groupcoord.protocol.schema import ArrayOf, FieldSpec
 
 ZERO_UUID = uuid.UUID(int=0)
 INT32_MIN = -(2**31)

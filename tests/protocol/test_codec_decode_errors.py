@@ -1,4 +1,4 @@
-"""Bad bytes end in `protocol.errors.DecodeError` and nothing else, naming the API, version and byte offset.
+"""Bad bytes end in `groupcoord.protocol.errors.DecodeError` and nothing else, naming the API, version and byte offset.
 
 IndexError, struct.error, UnicodeDecodeError, construct's own exceptions etc. must never escape `decode`.
 """
@@ -13,13 +13,13 @@ from codec_helpers import ALL_MESSAGES, all_cases, case_id, fuzz, message_strate
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError
-from protocol.messages.api_versions import ApiVersionsResponse
-from protocol.messages.create_partitions import CreatePartitionsRequest
-from protocol.messages.fetch import FetchResponse
-from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from protocol.messages.metadata import MetadataRequest, MetadataResponse
-from protocol.messages.produce import ProduceRequest
+from groupcoord.protocol.errors import DecodeError
+from groupcoord.protocol.messages.api_versions import ApiVersionsResponse
+from groupcoord.protocol.messages.create_partitions import CreatePartitionsRequest
+from groupcoord.protocol.messages.fetch import FetchResponse
+from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from groupcoord.protocol.messages.produce import ProduceRequest
 
 CASES = all_cases()
 FUZZ = fuzz(3)

@@ -1,4 +1,4 @@
-"""Request header v0-v2, response header v0-v1, and whole frames (`protocol.codec`).
+"""Request header v0-v2, response header v0-v1, and whole frames (`groupcoord.protocol.codec`).
 
 - Request header v1 for non-flexible API versions, v2 (plus tagged fields) for flexible ones; ClientId stays a
   classic int16-length nullable string in v2.
@@ -19,8 +19,8 @@ from codec_oracles import kafka_python_classes, kafka_python_versions, to_kafka_
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.api import SUPPORTED, ApiKey
-from protocol.codec import (
+from groupcoord.protocol.api import SUPPORTED, ApiKey
+from groupcoord.protocol.codec import (
     decode_request,
     decode_response,
     encode_request,
@@ -29,11 +29,11 @@ from protocol.codec import (
     request_header_version,
     response_header_version,
 )
-from protocol.errors import DecodeError
-from protocol.headers import RequestHeader, ResponseHeader
-from protocol.messages import REQUESTS, RESPONSES
-from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
-from protocol.messages.metadata import MetadataRequest
+from groupcoord.protocol.errors import DecodeError
+from groupcoord.protocol.headers import RequestHeader, ResponseHeader
+from groupcoord.protocol.messages import REQUESTS, RESPONSES
+from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from groupcoord.protocol.messages.metadata import MetadataRequest
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

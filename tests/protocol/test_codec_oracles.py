@@ -97,7 +97,11 @@ def test_aiokafka_bug_list_offsets_current_leader_epoch_is_int64(version: int) -
 
     If this starts failing, aiokafka fixed it: drop the exclusion above and this test.
     """
-    from protocol.messages.list_offsets import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+    from groupcoord.protocol.messages.list_offsets import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsTopic,
+    )
 
     obj = ListOffsetsRequest(
         replica_id=-1,

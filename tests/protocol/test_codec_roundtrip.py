@@ -10,7 +10,7 @@ from codec_helpers import ALL_MESSAGES, all_cases, case_id, fuzz, is_flexible, m
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError, EncodeError
+from groupcoord.protocol.errors import DecodeError, EncodeError
 
 CASES = all_cases()
 FLEXIBLE_CASES = [c for c in CASES if is_flexible(*c)]

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from protocol.codec import decode_response, encode_request
-from protocol.errors import ErrorCode
-from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
-from protocol.messages.list_groups import ListGroupsRequest
-from protocol.messages.offset_commit import (
+from groupcoord.protocol.codec import decode_response, encode_request
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
+from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+from groupcoord.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from groupcoord.protocol.messages.list_groups import ListGroupsRequest
+from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
-from protocol.messages.sync_group import SyncGroupRequest
-from server.broker import Broker
-from server.config import ServerConfig
+from groupcoord.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
+from groupcoord.protocol.messages.sync_group import SyncGroupRequest
+from groupcoord.server.broker import Broker
+from groupcoord.server.config import ServerConfig
 
 
 class FakeConn:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from server.coordinator.records import (
+from groupcoord.server.coordinator.records import (
     GroupMetadataValue,
     GroupRecord,
     MemberMetadataValue,
     OffsetRecord,
     OffsetValue,
 )
-from server.storage import MemoryStateStore, SqliteStateStore, StateStore, StorageError
+from groupcoord.server.storage import MemoryStateStore, SqliteStateStore, StateStore, StorageError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,8 +122,8 @@ async def test_failed_transaction_raises_storage_error(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import asyncio, sys
-    from server.coordinator.records import OffsetRecord, OffsetValue
-    from server.storage import SqliteStateStore
+    from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+    from groupcoord.server.storage import SqliteStateStore
 
     async def main():
         s = SqliteStateStore(sys.argv[1])
