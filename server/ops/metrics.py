@@ -25,6 +25,7 @@ from prometheus_client.core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.codec import decode_response
@@ -83,7 +84,7 @@ class _Histogram:
 
     def buckets(self) -> list[tuple[str, float]]:
         out, running = [], 0
-        for bound, n in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
+        for bound, n in zip((*map(floatToGoString, self.bounds), "+Inf"), self.counts, strict=True):
             running += n
             out.append((bound, running))
         return out
