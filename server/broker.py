@@ -14,10 +14,12 @@ from groupcoord.server.apis import data, groups, loading, meta, offsets
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.coordinator.machine import GroupStateMachine
 from groupcoord.server.coordinator.records import Record
+from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.network import Connection
+from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import wall_ms
@@ -91,6 +93,9 @@ class Broker:
         self.loading = True
         self.loaded: asyncio.Future | None = None
         self.journal: Journal | None = None
+        self.load_ms: int | None = None
+        #: metrics and probes (`--metrics-port`); None when off
+        self.ops: Ops | None = None
         self._server: asyncio.base_events.Server | None = None
         self._cleanup: asyncio.TimerHandle | None = None
 
@@ -112,6 +117,11 @@ class Broker:
         self.journal.open(wall_ms())
         self.machine = GroupStateMachine(cfg.coordinator())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
+        if cfg.metrics_port:
+            self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
+            self.dispatcher.observer = self.ops
+            self.runtime.listener = self.ops.on_event
+            await self.ops.start(cfg.metrics_host, cfg.metrics_port)
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
         self._server = await self.loop.create_server(
             lambda: Connection(self.dispatcher, cfg.socket_request_max_bytes),
@@ -130,6 +140,7 @@ class Broker:
         effects = self.machine.finish_load(wall_ms())
         if effects:
             self.runtime._apply(None, effects)
+        self.load_ms = wall_ms() - started
         self.loading = False
         self._schedule_cleanup()
         log.info(
@@ -149,9 +160,16 @@ class Broker:
 
     def _run_cleanup(self) -> None:
         assert self.runtime is not None and self.machine is not None
-        machine = self.machine
+        machine, ops = self.machine, self.ops
+
+        def step(now: int) -> tuple[None, Effects]:
+            effects = machine.cleanup_expired_offsets(now)
+            if ops is not None:
+                ops.offsets_expired(effects)
+            return None, effects
+
         try:
-            self.runtime.call_global(lambda now: (None, machine.cleanup_expired_offsets(now)))
+            self.runtime.call_global(step)
         except Exception:
             log.exception("offset expiry failed")
         self._schedule_cleanup()
@@ -160,6 +178,8 @@ class Broker:
         """Stop accepting, cancel parked requests, let writes finish, flush the journal and storage."""
         if self._server is not None:
             self._server.close()
+        if self.ops is not None:
+            await self.ops.close()
         if self.loaded is not None and not self.loaded.done():
             with contextlib.suppress(Exception):
                 await self.loaded

@@ -34,7 +34,18 @@ def main(argv: list[str] | None = None) -> int:
         add_report_arguments = None
     if add_report_arguments is not None:
         add_report_arguments(report)
+    from groupcoord.server.ops.groups_cli import add_groups_arguments, run_groups
+
+    groups = sub.add_parser(
+        "groups",
+        help="list, describe, reset offsets of and delete consumer groups (kafka-consumer-groups.sh)",
+        description="kafka-consumer-groups.sh's actions against any Kafka-protocol broker. Exit codes: 0 done, "
+        "1 error, 2 usage.",
+    )
+    add_groups_arguments(groups)
     args = parser.parse_args(argv)
+    if args.command == "groups":
+        return run_groups(args)
     if args.command == "serve":
         return serve_main(args)
     if args.command == "report":

@@ -41,6 +41,9 @@ class ServerConfig:
     journal_max_bytes: int = 64 * 1024 * 1024
     log_format: str = "console"
     log_level: str = "info"
+    metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
+    metrics_partition_lag: bool = True
 
     @property
     def public_host(self) -> str:
@@ -135,6 +138,17 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ("--journal-max-bytes", int, "rotate journal files at this size (default 67108864)"),
     ("--log-format", str, "console (default) or json"),
     ("--log-level", str, "debug, info (default), warning or error"),
+    (
+        "--metrics-port",
+        int,
+        "serve Prometheus /metrics, /health and /ready on this port (default 0: off; docs/operations.md)",
+    ),
+    ("--metrics-host", str, "address of the metrics listener (default 127.0.0.1)"),
+    (
+        "--metrics-partition-lag",
+        _bool,
+        "export per-partition lag and offset series; false keeps only the per-topic sums (default true)",
+    ),
 ]
 
 
@@ -196,6 +210,8 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--group-max-size must be at least 1")
     if cfg.offsets_retention_minutes < 1:
         problems.append("--offsets-retention-minutes must be at least 1")
+    if not 0 <= cfg.metrics_port <= 65535:
+        problems.append("--metrics-port must be 0 (off) or a port number")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
     for name, parts in cfg.topics:

@@ -8,6 +8,7 @@ for each API that has a handler here.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -91,9 +92,21 @@ class RequestContext:
         self.client_host = "/" + conn.peer_host if conn.peer_host else ""
 
 
+class RequestObserver:
+    """Told about every answered request (metrics live in `groupcoord.server.ops`); the default does nothing.
+
+    `response` is the response body, or the pre-encoded frame for `Prebuilt` answers; `started` is the
+    `time.perf_counter()` at which the frame was taken up.
+    """
+
+    def request_done(self, api_key: int, version: int, response: object, started: float) -> None:
+        return None
+
+
 class Dispatcher:
     def __init__(self, broker: Broker, handlers: dict[ApiKey, Handler]) -> None:
         self.broker = broker
+        self.observer: RequestObserver = RequestObserver()
         self.handlers: dict[int, Handler] = {int(k): v for k, v in handlers.items()}
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
         self.connections: set[Connection] = set()
@@ -105,6 +118,7 @@ class Dispatcher:
 
     def dispatch(self, conn: Connection, frame: bytes) -> bytes | Pending | None:
         """The response frame, a future of it, or None when the connection was closed instead."""
+        started = time.perf_counter()
         try:
             api_key, version, correlation_id = peek(frame)
         except DecodeError as exc:
@@ -128,6 +142,7 @@ class Dispatcher:
         try:
             response = handler(ctx, request)
             if type(response) is Prebuilt:
+                self.observer.request_done(api_key, version, response, started)
                 frame = bytearray(response)
                 frame[4:8] = correlation_id.to_bytes(4, "big", signed=True)
                 return bytes(frame)
@@ -144,6 +159,8 @@ class Dispatcher:
                 def encode(result: Any) -> bytes | None:
                     if convert is not None:
                         result = convert(result)
+                    if result is not None:
+                        self.observer.request_done(api_key, version, result, started)
                     return (
                         None if result is None else encode_response(correlation_id, api_key, version, result)
                     )
@@ -154,6 +171,7 @@ class Dispatcher:
                 response = convert(response)
         if response is None:
             return None
+        self.observer.request_done(api_key, version, response, started)
         try:
             return encode_response(correlation_id, api_key, version, response)
         except Exception:

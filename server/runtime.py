@@ -47,6 +47,8 @@ class GroupRuntime:
         self._sync_store = bool(getattr(store, "synchronous", False))
         self._writes: set[asyncio.Task] = set()
         self.loading = False
+        #: told about every group event after the journal (the metrics in `groupcoord.server.ops`)
+        self.listener: Callable[[dict], None] | None = None
 
     # -- entry points
 
@@ -172,6 +174,8 @@ class GroupRuntime:
 
     def _event(self, event: dict) -> None:
         self.journal.append(event)
+        if self.listener is not None:
+            self.listener(event)
         if event.get("event") == "state_change":
             log.info(
                 "group state change",

@@ -1,0 +1,65 @@
+"""Operations: Prometheus metrics and health probes on an admin HTTP listener, and `groupcoord groups`.
+
+The server touches this package in three places only: `Ops.request_done` (the dispatcher's observer),
+`Ops.on_event` (the runtime's group-event listener) and `Ops.start`/`close` (broker start and stop).
+"""
+
+from __future__ import annotations
+
+from prometheus_client.registry import CollectorRegistry
+
+from groupcoord.server.coordinator.records import OffsetRecord
+from groupcoord.server.coordinator.types import Effects
+from groupcoord.server.ops.http import AdminHttp
+from groupcoord.server.ops.metrics import JournalMetrics, RequestMetrics, StateCollector, StateSource
+
+__all__ = ["Ops"]
+
+
+class _Registered:
+    """Adapts one of our metric holders to prometheus-client's collector interface."""
+
+    def __init__(self, holder: RequestMetrics | JournalMetrics) -> None:
+        self.holder = holder
+
+    def collect(self):  # type: ignore[no-untyped-def]
+        return self.holder.collect()
+
+
+class Ops:
+    """Everything the admin listener serves, for one broker."""
+
+    def __init__(self, source: StateSource, partition_lag: bool = True) -> None:
+        self.source = source
+        self.requests = RequestMetrics()
+        self.journal = JournalMetrics()
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(StateCollector(source, partition_lag))
+        self.registry.register(_Registered(self.requests))  # type: ignore[arg-type]
+        self.registry.register(_Registered(self.journal))  # type: ignore[arg-type]
+        self.http: AdminHttp | None = None
+        self.port: int | None = None
+
+    # the dispatcher's observer
+    def request_done(self, api_key: int, version: int, response: object, started: float) -> None:
+        self.requests.request_done(api_key, version, response, started)
+
+    # the runtime's group-event listener
+    def on_event(self, event: dict) -> None:
+        self.journal.on_event(event)
+
+    def offsets_expired(self, effects: Effects | None) -> None:
+        """Count the offset tombstones of one retention pass (offset-expiration-count)."""
+        if effects:
+            self.journal.offsets_expired += sum(
+                1 for r in effects.records if isinstance(r, OffsetRecord) and r.value is None
+            )
+
+    async def start(self, host: str, port: int) -> int:
+        self.http = AdminHttp(self.registry, lambda: not self.source.loading)
+        self.port = await self.http.start(host, port)
+        return self.port
+
+    async def close(self) -> None:
+        if self.http is not None:
+            await self.http.close()

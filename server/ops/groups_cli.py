@@ -1,0 +1,471 @@
+"""`groupcoord groups`: kafka-consumer-groups.sh's actions, columns and rules, against any Kafka-protocol broker.
+
+Exit codes a script can use: 0 done, 1 an error (printed as kafka-consumer-groups.sh prints it, `Error: ...`),
+2 a usage error. Table output copies the tool's column layout; `--output json|csv` gives the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import io
+import json
+import re
+import sys
+import time
+from datetime import UTC, datetime
+
+from groupcoord.protocol.consumer import decode_assignment
+from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, error_name
+
+MISSING = "-"
+STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Empty", "Dead")
+
+
+def _common(parser: argparse.ArgumentParser, default: object) -> None:
+    """Accepted before and after the action (`groups --bootstrap-server X list` or `groups list --bootstrap-server X`)."""
+    parser.add_argument("--bootstrap-server", default=default, help="HOST:PORT of any broker (required)")
+    parser.add_argument("--output", choices=("table", "json", "csv"), default=default or "table")
+    parser.add_argument(
+        "--timeout-ms", type=int, default=default or 30000, help="per-request timeout (30000)"
+    )
+
+
+def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
+    _common(parser, None)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    ls = actions.add_parser("list", help="list groups (kafka-consumer-groups.sh --list)")
+    ls.add_argument("--state", nargs="?", const="", default=None, help="show states; filter: comma-separated")
+    d = actions.add_parser("describe", help="describe groups (--offsets is the default view)")
+    _groups(d)
+    for flag in ("--offsets", "--members", "--state"):
+        d.add_argument(flag, action="store_true")
+    d.add_argument("--verbose", action="store_true")
+    r = actions.add_parser(
+        "reset-offsets", help="reset committed offsets of inactive groups (dry run by default)"
+    )
+    _groups(r)
+    r.add_argument("--topic", action="append", default=[], help="TOPIC or TOPIC:P1,P2; repeatable")
+    r.add_argument("--all-topics", action="store_true", help="every partition the group has committed")
+    spec = r.add_mutually_exclusive_group(required=True)
+    spec.add_argument("--to-earliest", action="store_true")
+    spec.add_argument("--to-latest", action="store_true")
+    spec.add_argument("--to-current", action="store_true")
+    spec.add_argument("--to-offset", type=int)
+    spec.add_argument("--shift-by", type=int)
+    spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (default UTC)")
+    spec.add_argument("--by-duration", help="ISO-8601 duration back from now, e.g. PT1H30M or P1D")
+    spec.add_argument(
+        "--from-file", help="CSV lines topic,partition,offset (or group,topic,partition,offset)"
+    )
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    r.add_argument("--export", action="store_true", help="print the plan as CSV for --from-file")
+    dl = actions.add_parser("delete", help="delete groups (DeleteGroups)")
+    _groups(dl)
+    do = actions.add_parser("delete-offsets", help="delete a group's offsets (OffsetDelete, API 47)")
+    do.add_argument("--group", required=True)
+    do.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P1,P2; repeatable")
+    for sub in (ls, d, r, dl, do):
+        _common(sub, argparse.SUPPRESS)
+
+
+def _groups(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--group", action="append", help="group id; repeatable")
+    g.add_argument("--all-groups", action="store_true")
+
+
+def run_groups(args: argparse.Namespace) -> int:
+    if not args.bootstrap_server:
+        print("groupcoord groups: --bootstrap-server is required", file=sys.stderr)
+        return 2
+    out = Output(args.output)
+    try:
+        code = asyncio.run(_run(args, out))
+    except AdminError as exc:
+        out.error(str(exc))
+        code = 1
+    except UsageError as exc:
+        print(f"groupcoord groups: {exc}", file=sys.stderr)
+        return 2
+    out.flush()
+    return code
+
+
+class UsageError(Exception):
+    pass
+
+
+class Output:
+    """Rows for json/csv, formatted text for table; errors go where kafka-consumer-groups.sh puts them."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.rows: list[dict] = []
+        self.errors: list[str] = []
+
+    def table(self, text: str) -> None:
+        if self.mode == "table":
+            print(text)
+
+    def add(self, rows: list[dict]) -> None:
+        self.rows.extend(rows)
+
+    def error(self, msg: str) -> None:
+        self.errors.append(msg)
+        if self.mode == "table":
+            print(f"\nError: {msg}")
+        else:
+            print(f"Error: {msg}", file=sys.stderr)
+
+    def flush(self) -> None:
+        if self.mode == "json":
+            print(json.dumps(self.rows, indent=2))
+        elif self.mode == "csv" and self.rows:
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, fieldnames=list(self.rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(self.rows)
+            print(buf.getvalue(), end="")
+
+
+def _fmt(widths: list[int], values: list[object]) -> str:
+    """printf("%-Ns %-Ms ... %s"): every column padded to its width but the ones past `widths`."""
+    padded = [f"{v!s:<{widths[i]}}" if i < len(widths) else str(v) for i, v in enumerate(values)]
+    return " ".join(padded).rstrip()
+
+
+async def _run(args: argparse.Namespace, out: Output) -> int:
+    admin = Admin(args.bootstrap_server, args.timeout_ms / 1000)
+    try:
+        if args.action == "list":
+            return await _list(admin, args, out)
+        groups = args.group or []
+        if getattr(args, "all_groups", False):
+            groups = [g.group_id for g in await admin.list_groups([])]
+        if args.action == "describe":
+            return await _describe(admin, groups, args, out)
+        if args.action == "reset-offsets":
+            return await _reset(admin, groups, args, out)
+        if args.action == "delete":
+            return await _delete(admin, groups, out)
+        return await _delete_offsets(admin, args, out)
+    finally:
+        await admin.close()
+
+
+async def _list(admin: Admin, args: argparse.Namespace, out: Output) -> int:
+    states: list[str] = []
+    if args.state:
+        by_lower = {s.lower(): s for s in STATES}
+        for s in args.state.split(","):
+            if s.strip().lower() not in by_lower:
+                raise UsageError(f"Invalid state list '{args.state}'. Valid states are: {', '.join(STATES)}")
+            states.append(by_lower[s.strip().lower()])
+    groups = [g for g in await admin.list_groups(states) if g.protocol_type in ("consumer", "")]
+    out.add([{"group": g.group_id, "state": g.group_state or "Unknown"} for g in groups])
+    if args.state is None:
+        out.table("\n".join(g.group_id for g in groups))
+    else:
+        width = max([15, *(len(g.group_id) for g in groups)]) + 10
+        out.table(
+            "\n".join(
+                _fmt([width, 20], r)
+                for r in [["GROUP", "STATE"]] + [[g.group_id, g.group_state] for g in groups]
+            )
+        )
+    return 0
+
+
+def _parts(assignment: bytes) -> list[tuple[str, int]]:
+    if not assignment:
+        return []
+    try:
+        a = decode_assignment(assignment)
+    except Exception:
+        return []
+    return [(tp.topic, p) for tp in a.assigned_partitions for p in tp.partitions]
+
+
+def _exists(group: str, state: str, out: Output) -> bool:
+    """shouldPrintMemberState: Dead means no such group; Empty and rebalancing get a note on stderr."""
+    if state == "Dead":
+        out.error(f"Consumer group '{group}' does not exist.")
+        return False
+    if state == "Empty":
+        print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
+    elif state in ("PreparingRebalance", "CompletingRebalance"):
+        print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+    return True
+
+
+async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, out: Output) -> int:
+    failed = False
+    for group in sorted(groups):
+        g = await admin.describe(group)
+        if args.state and not (args.offsets or args.members):
+            if not _exists(group, g.group_state, out):
+                failed = True
+                continue
+            node, host, port = await admin.coordinator(group)
+            coord = f"{host}:{port}  ({node})"
+            row = [group, coord, g.protocol_data or MISSING, g.group_state, len(g.members)]
+            widths = [max(15, len(group)), max(25, len(coord)), 20, 20]
+            out.add(
+                [
+                    dict(
+                        zip(
+                            ("group", "coordinator", "assignment_strategy", "state", "members"),
+                            row,
+                            strict=True,
+                        )
+                    )
+                ]
+            )
+            out.table(
+                "\n" + _fmt(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
+            )
+            out.table(_fmt(widths, row))
+            continue
+        if args.members and not args.offsets:
+            if not _exists(group, g.group_state, out):
+                failed = True
+                continue
+            rows = []
+            for m in g.members:
+                parts = _parts(m.member_assignment)
+                rows.append(
+                    [group, m.member_id, m.group_instance_id, m.client_host, m.client_id, len(parts), parts]
+                )
+            rows.sort(key=lambda r: -r[5])
+            with_instance = any(r[2] for r in rows)
+            keys = ["group", "consumer_id", "group_instance_id", "host", "client_id", "partitions"]
+            heads = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+            cols = [0, 1, 2, 3, 4, 5] if with_instance else [0, 1, 3, 4, 5]
+            mins = [15, 15, 17, 15, 15, 15]
+            widths = [max([mins[i], *(len(str(r[i] or "")) for r in rows)]) for i in cols]
+            lines = [_fmt(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
+            for r in rows:
+                extra = [_assignment_string(r[6])] if args.verbose else []
+                lines.append(_fmt(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
+                out.add([{**dict(zip(keys, r[:6], strict=True)), "assignment": _assignment_string(r[6])}])
+            out.table("\n" + "\n".join(lines))
+            continue
+        if not _exists(group, g.group_state, out):
+            failed = True
+            continue
+        rows = await _offset_rows(admin, group, g.members)
+        widths = [
+            max([15, *(len(r["group"]) for r in rows)]),
+            max([15, *(len(r["topic"]) for r in rows)]),
+            10,
+            15,
+            15,
+            15,
+            max([15, *(len(r["consumer_id"]) for r in rows)]),
+            max([15, *(len(r["host"]) for r in rows)]),
+        ]
+        lines = [_fmt(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                               "CONSUMER-ID", "HOST", "CLIENT-ID"])]  # fmt: skip
+        for r in rows:
+            lines.append(_fmt(widths, [MISSING if v is None else v for v in r.values()]))
+        out.add(rows)
+        out.table("\n" + "\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+def _assignment_string(parts: list[tuple[str, int]]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in parts:
+        by_topic.setdefault(t, []).append(p)
+    if not by_topic:
+        return MISSING
+    return ";".join(f"{t}:" + ",".join(map(str, sorted(ps))) for t, ps in sorted(by_topic.items()))
+
+
+async def _offset_rows(admin: Admin, group: str, members: tuple) -> list[dict]:
+    """collectGroupsOffsets: members' partitions first (most partitions first), then committed-but-unowned."""
+    committed = await admin.committed(group)
+    owned: list[tuple[tuple[str, int], tuple[str, str, str]]] = []
+    for m in sorted(members, key=lambda m: -len(_parts(m.member_assignment))):
+        for tp in sorted(_parts(m.member_assignment)):
+            owned.append((tp, (m.member_id, m.client_host, m.client_id)))
+    owned_tps = {tp for tp, _ in owned}
+    rest = [(tp, (MISSING, MISSING, MISSING)) for tp in sorted(committed) if tp not in owned_tps]
+    ends = await admin.log_offsets([tp for tp, _ in owned + rest], LATEST)
+    rows = []
+    for tp, (cid, host, client) in owned + rest:
+        cur, end = committed.get(tp), ends.get(tp)
+        rows.append({
+            "group": group, "topic": tp[0], "partition": tp[1], "current_offset": cur, "log_end_offset": end,
+            "lag": end - cur if cur is not None and end is not None else None,
+            "consumer_id": cid, "host": host, "client_id": client,
+        })  # fmt: skip
+    return rows
+
+
+def _partitions_of(spec: list[str], known: dict[str, dict[int, int]]) -> list[tuple[str, int]]:
+    out = []
+    for item in spec:
+        topic, _, plist = item.partition(":")
+        if plist:
+            out.extend((topic, int(p)) for p in plist.split(","))
+        elif topic in known:
+            out.extend((topic, p) for p in sorted(known[topic]))
+        else:
+            raise AdminError(f"topic '{topic}' does not exist")
+    return out
+
+
+def _duration_ms(text: str) -> int:
+    m = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text)
+    if not m or text in ("P", "PT"):
+        raise UsageError(f"--by-duration: expected an ISO-8601 duration like PT1H30M or P1D, got {text!r}")
+    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return int(((d * 24 + h) * 60 + mi) * 60_000 + s * 1000)
+
+
+def _datetime_ms(text: str) -> int:
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--to-datetime: expected YYYY-MM-DDTHH:mm:SS.sss, got {text!r}") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+async def _reset(admin: Admin, groups: list[str], args: argparse.Namespace, out: Output) -> int:
+    if not (args.topic or args.all_topics or args.from_file):
+        raise UsageError("reset-offsets needs --topic, --all-topics or --from-file")
+    from_file: dict[str, dict[tuple[str, int], int]] = {}
+    if args.from_file:
+        with open(args.from_file) as fh:
+            for row in csv.reader(fh):
+                if not row:
+                    continue
+                g, t, p, o = row if len(row) == 4 else (None, *row)
+                for target in [g] if g else groups:
+                    from_file.setdefault(target, {})[(t, int(p))] = int(o)
+    plan: dict[str, dict[tuple[str, int], int]] = {}
+    failed = False
+    for group in groups:
+        g = await admin.describe(group)
+        if g.group_state not in ("Empty", "Dead"):
+            out.error(
+                f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                f"{g.group_state}."
+            )
+            failed = True
+            continue
+        plan[group] = await _new_offsets(admin, group, args, from_file.get(group, {}))
+    if args.execute:
+        for group, offsets in plan.items():
+            errors = await admin.commit(group, offsets)
+            bad = {tp: e for tp, e in errors.items() if e}
+            if bad:
+                failed = True
+                for (t, p), e in sorted(bad.items()):
+                    out.error(f"committing {t}-{p} for group '{group}' failed: {error_name(e)}")
+    rows = [
+        {"group": g, "topic": t, "partition": p, "new_offset": o}
+        for g, offsets in sorted(plan.items())
+        for (t, p), o in sorted(offsets.items())
+    ]
+    if args.export:
+        multi = len(plan) > 1
+        print("\n".join((f"{r['group']}," if multi else "") + f"{r['topic']},{r['partition']},{r['new_offset']}"
+                        for r in rows))  # fmt: skip
+        return 1 if failed else 0
+    out.add(rows)
+    lines = [_fmt([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
+    lines += [_fmt([30, 30, 10, 15], list(r.values())) for r in rows]
+    if plan:
+        out.table("\n" + "\n".join(lines))
+    return 1 if failed else 0
+
+
+async def _new_offsets(
+    admin: Admin, group: str, args: argparse.Namespace, from_file: dict[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
+    committed = await admin.committed(group)
+    if args.from_file:
+        tps = sorted(from_file)
+    elif args.all_topics:
+        tps = sorted(committed)
+    else:
+        cluster = await admin.metadata([t.partition(":")[0] for t in args.topic])
+        tps = _partitions_of(args.topic, cluster.partitions)
+    if not tps:
+        return {}
+    earliest = await admin.log_offsets(tps, EARLIEST)
+    latest = await admin.log_offsets(tps, LATEST)
+    missing = [tp for tp in tps if earliest.get(tp) is None or latest.get(tp) is None]
+    if missing:
+        raise AdminError("unknown partitions: " + ", ".join(f"{t}-{p}" for t, p in missing))
+
+    def clamp(tp: tuple[str, int], offset: int) -> int:
+        lo, hi = earliest[tp], latest[tp]
+        assert lo is not None and hi is not None
+        return min(max(offset, lo), hi)
+
+    if args.to_earliest:
+        return {tp: earliest[tp] for tp in tps}  # type: ignore[misc]
+    if args.to_latest:
+        return {tp: latest[tp] for tp in tps}  # type: ignore[misc]
+    if args.to_current:
+        return {tp: committed.get(tp, latest[tp]) for tp in tps}  # type: ignore[misc]
+    if args.to_offset is not None:
+        return {tp: clamp(tp, args.to_offset) for tp in tps}
+    if args.shift_by is not None:
+        return {tp: clamp(tp, committed.get(tp, latest[tp]) + args.shift_by) for tp in tps}  # type: ignore[operator]
+    if args.from_file:
+        return {tp: clamp(tp, from_file[tp]) for tp in tps}
+    ts = (
+        _datetime_ms(args.to_datetime)
+        if args.to_datetime
+        else int(time.time() * 1000) - _duration_ms(args.by_duration)
+    )
+    found = await admin.log_offsets(tps, ts)
+    return {tp: found[tp] if found.get(tp) not in (None, -1) else latest[tp] for tp in tps}  # type: ignore[misc]
+
+
+async def _delete(admin: Admin, groups: list[str], out: Output) -> int:
+    results = await admin.delete_groups(groups)
+    ok = [g for g, e in results.items() if e == 0]
+    bad = {g: e for g, e in results.items() if e}
+    out.add([{"group": g, "error": error_name(e)} for g, e in sorted(results.items())])
+    if ok:
+        out.table(f"Deletion of requested consumer groups ({', '.join(repr(g) for g in ok)}) was successful.")
+    if bad:
+        out.error("Deletion of some consumer groups failed:")
+        for g, e in sorted(bad.items()):
+            out.table(f"* Group '{g}' could not be deleted due to: {error_name(e)}")
+    return 1 if bad else 0
+
+
+async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -> int:
+    cluster = await admin.metadata([t.partition(":")[0] for t in args.topic])
+    tps = _partitions_of(args.topic, cluster.partitions)
+    top, parts = await admin.delete_offsets(args.group, tps)
+    out.add(
+        [
+            {"topic": t, "partition": p, "status": error_name(e) if e else "Successful"}
+            for (t, p), e in sorted(parts.items())
+        ]
+    )
+    if top == 0:
+        out.table(f"Request succeeded for deleting offsets from group {args.group}.")
+    else:
+        out.error(error_name(top))
+    width = max([15, *(len(t) for t, _ in parts)])
+    lines = [_fmt([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
+    lines += [
+        _fmt([width, 10, 15], [t, p, f"Error: {error_name(e)}" if e else "Successful"])
+        for (t, p), e in sorted(parts.items())
+    ]
+    out.table("\n" + "\n".join(lines))
+    return 1 if top or any(parts.values()) else 0

@@ -1,0 +1,420 @@
+"""Prometheus metrics computed at scrape time from the coordinator's in-memory state.
+
+Nothing here runs per request except `RequestMetrics.request_done` (a dict increment and a bucket search) and
+`JournalMetrics.on_event` (one dict look-up per group event). Lag, group counts and offsets are read from the
+state machine and the log when Prometheus scrapes, so an idle coordinator pays nothing for them.
+
+Names: consumer lag uses kafka_exporter's names and labels (dashboards, alert rules and KEDA scalers keyed on
+them work unchanged); coordinator metrics translate Kafka's `group-coordinator-metrics` as
+`kafka_server_group_coordinator_metrics_<name with _>` (what jmx_exporter's stock `kafka.server<type=..>` rule
+yields); what only we have is `groupcoord_*`. docs/operations.md has the mapping tables.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.codec import decode_response
+from groupcoord.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from groupcoord.server.coordinator.machine import GroupStateMachine
+    from groupcoord.server.log.manager import LogManager
+
+KAFKA = "kafka_server_group_coordinator_metrics_"
+STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Empty", "Dead")
+
+#: request latency buckets (seconds): parked JoinGroups can take a rebalance timeout, heartbeats microseconds
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                   10, 30, 60, 300)  # fmt: skip
+#: rebalance duration buckets (seconds): from PreparingRebalance to Stable/Empty
+REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+
+class StateSource(Protocol):
+    """What the collector reads: the broker's state machine, log manager and loading flag."""
+
+    machine: GroupStateMachine | None
+    logs: LogManager | None
+    loading: bool
+    load_ms: int | None
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return str(api_key)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class _Histogram:
+    """Cumulative-at-export bucket counts; `observe` is one bisect and two additions."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out, running = [], 0
+        for bound, n in zip((*map(floatToGoString, self.bounds), "+Inf"), self.counts, strict=True):
+            running += n
+            out.append((bound, running))
+        return out
+
+
+class RequestMetrics:
+    """Requests answered, by API and error code, and their latency (the dispatcher's observer).
+
+    The error code is the response's top-level `error_code`; responses without one (OffsetCommit, Produce,
+    Fetch, ListOffsets, DescribeGroups, DeleteGroups...) count the first non-zero code of their per-group or
+    per-partition entries, else NONE. A response the broker never sends (the connection closed instead) is not
+    counted.
+    """
+
+    def __init__(self) -> None:
+        self.requests: Counter[tuple[str, str]] = Counter()
+        self.latency: dict[str, _Histogram] = {}
+        self.offsets_committed = 0
+        self._prebuilt_errors: dict[bytes, str] = {}
+
+    def request_done(self, api_key: int, version: int, response: object, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        api = _api_name(api_key)
+        if isinstance(response, bytes):
+            error = self._prebuilt_error(api_key, version, response)
+        else:
+            error = _error_name(_error_of(response))
+            if api_key == ApiKey.OFFSET_COMMIT:
+                self.offsets_committed += _committed_partitions(response)
+        self.requests[(api, error)] += 1
+        hist = self.latency.get(api)
+        if hist is None:
+            hist = self.latency[api] = _Histogram(LATENCY_BUCKETS)
+        hist.observe(elapsed)
+
+    def _prebuilt_error(self, api_key: int, version: int, frame: bytes) -> str:
+        """Pre-encoded answers (Heartbeat) are few distinct frames: decode each once."""
+        error = self._prebuilt_errors.get(frame)
+        if error is None:
+            try:
+                _, body = decode_response(frame[4:], api_key, version)
+                error = _error_name(_error_of(body))
+            except Exception:
+                error = "UNKNOWN"
+            self._prebuilt_errors[frame] = error
+        return error
+
+    def collect(self) -> Iterator[Metric]:
+        req = CounterMetricFamily(
+            "groupcoord_requests", "Requests answered, by API and Kafka error code", labels=("api", "error")
+        )
+        for (api, error), n in sorted(self.requests.items()):
+            req.add_metric((api, error), n)
+        yield req
+        lat = HistogramMetricFamily(
+            "groupcoord_request_latency_seconds",
+            "Time from a request's arrival to its answer, per API (parked Join/SyncGroups included)",
+            labels=("api",),
+        )
+        for api, hist in sorted(self.latency.items()):
+            lat.add_metric((api,), hist.buckets(), hist.total)
+        yield lat
+        commits = CounterMetricFamily(
+            KAFKA + "offset_commit_count", "Offsets committed (partitions answered NONE in OffsetCommit)"
+        )
+        commits.add_metric((), self.offsets_committed)
+        yield commits
+
+
+def _error_of(response: object) -> int:
+    code = getattr(response, "error_code", None)
+    if code is not None:
+        return int(code)
+    for name in ("groups", "results", "topics", "responses"):
+        for item in getattr(response, name, None) or ():
+            code = getattr(item, "error_code", None)
+            if code:
+                return int(code)
+            for part in getattr(item, "partitions", None) or ():
+                code = getattr(part, "error_code", None)
+                if code:
+                    return int(code)
+    return 0
+
+
+def _committed_partitions(response: object) -> int:
+    return sum(
+        1
+        for topic in getattr(response, "topics", None) or ()
+        for part in topic.partitions
+        if part.error_code == 0
+    )
+
+
+class JournalMetrics:
+    """Rebalances, their duration and cause, static replacements and SkipAssignment uses, from group events.
+
+    A rebalance (docs/journal.md) runs from a `state_change` to PreparingRebalance until the next one to Stable
+    or Empty; its reason is that of the transition that started it.
+    """
+
+    def __init__(self) -> None:
+        self.started: dict[str, tuple[int, str]] = {}  # group -> (ts ms, reason) of the open rebalance
+        self.rebalances: Counter[tuple[str, str]] = Counter()  # (group, reason)
+        self.completed = 0  # Kafka's group-completed-rebalance-count: CompletingRebalance -> Stable
+        self.duration: dict[str, _Histogram] = {}  # reason -> histogram
+        self.last_duration: dict[str, float] = {}
+        self.last_end_ts: dict[str, float] = {}
+        self.static_replacements: Counter[str] = Counter()
+        self.skip_assignment: Counter[str] = Counter()
+        self.offsets_expired = 0
+
+    def on_event(self, event: dict) -> None:
+        kind = event.get("event")
+        group = event.get("group") or ""
+        if kind == "state_change":
+            to = event.get("state_to")
+            if to == "PreparingRebalance":
+                if group not in self.started:
+                    reason = str(event.get("reason"))
+                    self.started[group] = (int(event.get("ts") or 0), reason)
+                    self.rebalances[(group, reason)] += 1
+            elif to in ("Stable", "Empty", "Dead"):
+                if to == "Stable" and event.get("state_from") == "CompletingRebalance":
+                    self.completed += 1
+                begun = self.started.pop(group, None)
+                if begun is not None and to != "Dead":
+                    seconds = max(int(event.get("ts") or 0) - begun[0], 0) / 1000
+                    hist = self.duration.get(begun[1])
+                    if hist is None:
+                        hist = self.duration[begun[1]] = _Histogram(REBALANCE_BUCKETS)
+                    hist.observe(seconds)
+                    self.last_duration[group] = seconds
+                    self.last_end_ts[group] = int(event.get("ts") or 0) / 1000
+        elif kind == "static_rejoin":
+            self.static_replacements[group] += 1
+            if event.get("skip_assignment"):
+                self.skip_assignment[group] += 1
+        elif kind == "member_removed" and event.get("reason") == "static_replaced":
+            self.static_replacements[group] += 1
+        if kind == "group_deleted":
+            self.forget(group)
+
+    def forget(self, group: str) -> None:
+        """A deleted group's per-group series go away with it (bounded cardinality)."""
+        self.started.pop(group, None)
+        self.last_duration.pop(group, None)
+        self.last_end_ts.pop(group, None)
+        self.static_replacements.pop(group, None)
+        self.skip_assignment.pop(group, None)
+        for key in [k for k in self.rebalances if k[0] == group]:
+            del self.rebalances[key]
+
+    def collect(self) -> Iterator[Metric]:
+        reb = CounterMetricFamily(
+            "groupcoord_group_rebalances",
+            "Rebalances started, per group and cause",
+            labels=("consumergroup", "reason"),
+        )
+        for (group, reason), n in sorted(self.rebalances.items()):
+            reb.add_metric((group, reason), n)
+        yield reb
+        done = CounterMetricFamily(
+            KAFKA + "group_completed_rebalance_count", "Rebalances completed (CompletingRebalance to Stable)"
+        )
+        done.add_metric((), self.completed)
+        yield done
+        dur = HistogramMetricFamily(
+            "groupcoord_rebalance_duration_seconds",
+            "From PreparingRebalance to Stable or Empty, by the cause that started it",
+            labels=("reason",),
+        )
+        for reason, hist in sorted(self.duration.items()):
+            dur.add_metric((reason,), hist.buckets(), hist.total)
+        yield dur
+        last = GaugeMetricFamily(
+            "groupcoord_group_last_rebalance_duration_seconds",
+            "Duration of the group's last finished rebalance",
+            labels=("consumergroup",),
+        )
+        ago = GaugeMetricFamily(
+            "groupcoord_group_last_rebalance_timestamp_seconds",
+            "When the group's last rebalance finished (epoch seconds; time() minus this is "
+            "the clients' last-rebalance-seconds-ago)",
+            labels=("consumergroup",),
+        )
+        for group, seconds in sorted(self.last_duration.items()):
+            last.add_metric((group,), seconds)
+            ago.add_metric((group,), self.last_end_ts[group])
+        yield last
+        yield ago
+        static = CounterMetricFamily(
+            "groupcoord_group_static_member_replacements",
+            "Static members replaced by a rejoin of the same group.instance.id",
+            labels=("consumergroup",),
+        )
+        for group, n in sorted(self.static_replacements.items()):
+            static.add_metric((group,), n)
+        yield static
+        skip = CounterMetricFamily(
+            "groupcoord_group_skip_assignment",
+            "Static leader rejoins answered with SkipAssignment (JoinGroup v9+)",
+            labels=("consumergroup",),
+        )
+        for group, n in sorted(self.skip_assignment.items()):
+            skip.add_metric((group,), n)
+        yield skip
+        expired = CounterMetricFamily(
+            KAFKA + "offset_expiration_count", "Committed offsets removed by retention"
+        )
+        expired.add_metric((), self.offsets_expired)
+        yield expired
+
+
+class StateCollector(Collector):
+    """Lag (kafka_exporter names), group counts and offsets, read from the live state at scrape time."""
+
+    def __init__(self, source: StateSource, partition_lag: bool = True) -> None:
+        self.source = source
+        self.partition_lag = partition_lag
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._topics_and_lag()
+
+    def _topics_and_lag(self) -> Iterator[Metric]:
+        src = self.source
+        brokers = GaugeMetricFamily("kafka_brokers", "Number of brokers in the cluster")
+        brokers.add_metric((), 1)
+        yield brokers
+        logs = src.logs
+        end: dict[tuple[str, int], int] = {}
+        parts = GaugeMetricFamily(
+            "kafka_topic_partitions", "Number of partitions of a topic", labels=("topic",)
+        )
+        cur = GaugeMetricFamily(
+            "kafka_topic_partition_current_offset",
+            "Log end offset of a partition",
+            labels=("topic", "partition"),
+        )
+        old = GaugeMetricFamily(
+            "kafka_topic_partition_oldest_offset",
+            "Log start offset of a partition",
+            labels=("topic", "partition"),
+        )
+        if logs is not None:
+            for name, info in sorted(logs.topics().items()):
+                parts.add_metric((name,), info.partitions)
+                for p in range(info.partitions):
+                    plog = logs.partition(name, p)
+                    if plog is None:
+                        continue
+                    hw = plog.high_watermark
+                    end[(name, p)] = hw
+                    cur.add_metric((name, str(p)), hw)
+                    old.add_metric((name, str(p)), plog.log_start_offset)
+        yield parts
+        yield cur
+        yield old
+        machine = src.machine
+        members = GaugeMetricFamily(
+            "kafka_consumergroup_members", "Members of a consumer group", labels=("consumergroup",)
+        )
+        offset = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset",
+            "Committed offset of a group on a partition",
+            labels=("consumergroup", "topic", "partition"),
+        )
+        offset_sum = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset_sum",
+            "Sum of a group's committed offsets on a topic",
+            labels=("consumergroup", "topic"),
+        )
+        lag = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "Log end offset minus the group's committed offset",
+            labels=("consumergroup", "topic", "partition"),
+        )
+        lag_sum = GaugeMetricFamily(
+            "kafka_consumergroup_lag_sum",
+            "Sum of a group's lag on a topic",
+            labels=("consumergroup", "topic"),
+        )
+        by_state: Counter[str] = Counter()
+        groups = offsets = 0
+        if machine is not None:
+            per_partition = self.partition_lag
+            for gid in machine.group_ids():
+                g = machine.group(gid)
+                if g is None:
+                    continue
+                groups += 1
+                by_state[str(g.state)] += 1
+                members.add_metric((gid,), len(g.members))
+                committed = machine.committed_offsets(gid)
+                offsets += len(committed)
+                sums: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+                for (topic, p), value in committed.items():
+                    acc = sums[topic]
+                    acc[0] += value.offset
+                    hw = end.get((topic, p))
+                    if per_partition:
+                        offset.add_metric((gid, topic, str(p)), value.offset)
+                    if hw is not None:
+                        acc[1] += hw - value.offset
+                        if per_partition:
+                            lag.add_metric((gid, topic, str(p)), hw - value.offset)
+                for topic, (osum, lsum) in sums.items():
+                    offset_sum.add_metric((gid, topic), osum)
+                    lag_sum.add_metric((gid, topic), lsum)
+        yield members
+        yield offset
+        yield offset_sum
+        yield lag
+        yield lag_sum
+        count = GaugeMetricFamily(KAFKA + "group_count", "Groups, by protocol", labels=("protocol",))
+        count.add_metric(("classic",), groups)
+        yield count
+        classic = GaugeMetricFamily(
+            KAFKA + "classic_group_count", "Classic groups, by state", labels=("state",)
+        )
+        for state in STATES:
+            classic.add_metric((state,), by_state.get(state, 0))
+        yield classic
+        noff = GaugeMetricFamily(KAFKA + "offset_count", "Committed offsets held")
+        noff.add_metric((), offsets)
+        yield noff
+        if src.load_ms is not None:
+            load = GaugeMetricFamily(KAFKA + "partition_load_time_max", "Milliseconds the state took to load")
+            load.add_metric((), src.load_ms)
+            yield load
+        loading = GaugeMetricFamily("groupcoord_loading", "1 while the coordinator state is still loading")
+        loading.add_metric((), 1 if src.loading else 0)
+        yield loading
