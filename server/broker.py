@@ -12,8 +12,8 @@ import structlog
 from groupcoord.protocol.api import ApiKey
 from groupcoord.server.apis import data, groups, loading, meta, offsets
 from groupcoord.server.config import ServerConfig
-from groupcoord.server.coordinator.machine import GroupStateMachine
 from groupcoord.server.coordinator.records import Record
+from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
 from groupcoord.server.log.manager import LogManager
@@ -82,7 +82,7 @@ class Broker:
         self.config = config
         self.loop: asyncio.AbstractEventLoop | None = None
         self.store: Any = None
-        self.machine: GroupStateMachine | None = None
+        self.machine: GroupCoordinatorShard | None = None
         self.runtime: GroupRuntime | None = None
         self.topics: Any = None
         self.logs: Any = None
@@ -110,7 +110,7 @@ class Broker:
                 await self.topics.create(name, partitions)
         self.journal = Journal(cfg.data_dir / "journal" if cfg.journal else None, cfg.journal_max_bytes)
         self.journal.open(wall_ms())
-        self.machine = GroupStateMachine(cfg.coordinator())
+        self.machine = GroupCoordinatorShard(cfg.coordinator())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
         self._server = await self.loop.create_server(
