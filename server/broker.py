@@ -129,7 +129,7 @@ class Broker:
             self.machine.replay(rec)
         effects = self.machine.finish_load(wall_ms())
         if effects:
-            self.runtime._apply(None, effects)
+            self.runtime.apply_unowned(effects)
         self.loading = False
         self._schedule_cleanup()
         log.info(

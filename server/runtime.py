@@ -62,6 +62,19 @@ class GroupRuntime:
             self._apply(group_id, effects)
         return result
 
+    def call_parked(self, group_id: str, call: Callable[[asyncio.Future, int], Effects]) -> Any:
+        """Run a machine call that may park its reply (JoinGroup, SyncGroup, OffsetCommit).
+
+        The machine gets a fresh future as its reply token and answers through `Effects.replies`, possibly
+        much later; the caller gets that future (or, if the group is busy, a future chained to it).
+        """
+        token = self.loop.create_future()
+
+        def step(now: int) -> tuple[asyncio.Future, Effects]:
+            return token, call(token, now)
+
+        return self.call(group_id, step)
+
     def call_global(self, step: Step) -> Any:
         """Run a step that spans groups (DeleteGroups, offset expiry); its writes are not serialised per group.
 
@@ -86,6 +99,10 @@ class GroupRuntime:
             return fut
         self._apply(None, effects)
         return result
+
+    def apply_unowned(self, effects: Effects) -> None:
+        """Apply effects that belong to no single group's mailbox (those of `finish_load` at start)."""
+        self._apply(None, effects)
 
     def _timer_fired(self, key: Hashable) -> None:
         group_id = key[1]  # type: ignore[index]
