@@ -19,8 +19,10 @@ from typing import Any
 import structlog
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
 from groupcoord.server.journal import Journal
+from groupcoord.server.storage.base import StateStore, SynchronousStateStore
 from groupcoord.server.timers import TimerService, wall_ms
 
 log = structlog.get_logger("groupcoord.coordinator")
@@ -37,14 +39,23 @@ class _Mailbox:
 
 
 class GroupRuntime:
-    def __init__(self, machine: Any, store: Any, journal: Journal, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        machine: GroupCoordinatorShard,
+        store: StateStore,
+        journal: Journal,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         self.machine = machine
         self.store = store
         self.journal = journal
         self.loop = loop
         self.timers = TimerService(loop, self._timer_fired)
         self._boxes: dict[str, _Mailbox] = {}
-        self._sync_store = bool(getattr(store, "synchronous", False))
+        # a synchronous store is written inside the call (no mailbox wait); see storage/base.py
+        self._sync_store: SynchronousStateStore | None = (
+            store if store.synchronous and isinstance(store, SynchronousStateStore) else None
+        )
         self._writes: set[asyncio.Task] = set()
         self.loading = False
 
@@ -84,7 +95,7 @@ class GroupRuntime:
         result, effects = step(wall_ms())
         if not effects:
             return result
-        if effects.records and not self._sync_store:
+        if effects.records and self._sync_store is None:
             fut = self.loop.create_future()
             inner = effects.after_persist
 
@@ -121,9 +132,9 @@ class GroupRuntime:
         for event in effects.events:
             self._event(event)
         if effects.records:
-            if self._sync_store:
+            if self._sync_store is not None:
                 try:
-                    self.store.write_now(effects.records)
+                    self._sync_store.write_now(effects.records)
                     ok = True
                 except Exception as exc:
                     log.error("state write failed", error=repr(exc))
