@@ -18,7 +18,6 @@ from typing import Any
 
 import structlog
 
-from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
 from groupcoord.server.journal import Journal
@@ -240,6 +239,3 @@ def _chain(src: asyncio.Future, dst: asyncio.Future) -> None:
             dst.set_result(f.result())
 
     src.add_done_callback(done)
-
-
-NOT_COORDINATOR_WHILE_LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
