@@ -7,6 +7,7 @@ same two functions, so spark-submit of the module and the installed command beha
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from datetime import UTC, datetime
@@ -15,6 +16,22 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_NO_JAVA = 2
+EXIT_MISSING_EXTRA = 3
+
+#: what `groupcoord report` imports beyond the server's own dependencies (the `report` extra)
+REPORT_MODULES = ("pyspark", "matplotlib")
+INSTALL_HINT = "pip install 'groupcoord[report]'"
+
+
+def missing_report_modules() -> list[str]:
+    """The report's Python dependencies that cannot be imported here (the server installs without them)."""
+    missing = []
+    for name in REPORT_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
 
 
 def parse_time(text: str) -> int:
@@ -70,7 +87,16 @@ def _under_spark_submit() -> bool:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """Run the report for parsed `args`; returns the process exit code (0 ok, 1 failed, 2 no Java)."""
+    """Run the report for parsed `args`; returns the process exit code (0 ok, 1 failed, 2 no Java,
+    3 the `report` extra is not installed)."""
+    missing = missing_report_modules()
+    if missing:
+        print(
+            f"groupcoord report: needs {' and '.join(missing)}, which the server does not install; "
+            f"install the report extra: {INSTALL_HINT}",
+            file=sys.stderr,
+        )
+        return EXIT_MISSING_EXTRA
     from groupcoord.pipeline.transform import journal_files, journal_glob  # pyspark imports only; fast
 
     if args.since is not None and args.until is not None and args.since >= args.until:

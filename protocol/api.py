@@ -1,12 +1,15 @@
 """The API keys groupcoord speaks and the version range our codec supports for each.
 
-`SUPPORTED` is the single source for ApiVersions: the server advertises, per API it has a handler for,
-exactly these ranges. Widening a range means declaring the new version's fields first (protocol/messages).
+`SUPPORTED` is what ApiVersions advertises, per API the server has a handler for. It is derived from the
+`valid=` range each message declares (protocol/messages), so widening a range means declaring the new
+version there; there is no second table to keep in step.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+
+from groupcoord.protocol.messages import REQUESTS, RESPONSES
 
 
 class ApiKey(IntEnum):
@@ -32,26 +35,16 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42
 
 
-# (min, max) version our codec handles, per API.
-SUPPORTED: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 9),
-    ApiKey.FETCH: (4, 12),
-    ApiKey.LIST_OFFSETS: (1, 7),
-    ApiKey.METADATA: (0, 12),
-    ApiKey.OFFSET_COMMIT: (0, 9),
-    ApiKey.OFFSET_FETCH: (0, 9),
-    ApiKey.FIND_COORDINATOR: (0, 6),
-    ApiKey.JOIN_GROUP: (0, 9),
-    ApiKey.HEARTBEAT: (0, 4),
-    ApiKey.LEAVE_GROUP: (0, 5),
-    ApiKey.SYNC_GROUP: (0, 5),
-    ApiKey.DESCRIBE_GROUPS: (0, 5),
-    ApiKey.LIST_GROUPS: (0, 5),
-    ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.CREATE_TOPICS: (0, 7),
-    ApiKey.DELETE_TOPICS: (0, 6),
-    ApiKey.INIT_PRODUCER_ID: (0, 4),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
-    ApiKey.CREATE_PARTITIONS: (0, 3),
-    ApiKey.DELETE_GROUPS: (0, 2),
-}
+def _declared_ranges() -> dict[ApiKey, tuple[int, int]]:
+    """(min, max) per API, read from the request declaration; its response must declare the same range."""
+    out: dict[ApiKey, tuple[int, int]] = {}
+    for key in ApiKey:
+        req, resp = REQUESTS[key].VALID_VERSIONS, RESPONSES[key].VALID_VERSIONS  # type: ignore[attr-defined]
+        if (req.lo, req.hi) != (resp.lo, resp.hi):
+            raise RuntimeError(f"{key.name}: request declares {req}, response {resp}")
+        out[key] = (req.lo, req.hi)
+    return out
+
+
+#: (min, max) version our codec handles, per API: derived from the message declarations, never typed here.
+SUPPORTED: dict[ApiKey, tuple[int, int]] = _declared_ranges()

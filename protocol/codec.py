@@ -14,7 +14,7 @@ from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import DecodeError, EncodeError
 from groupcoord.protocol.headers import RequestHeader, ResponseHeader
 from groupcoord.protocol.messages import REQUESTS, RESPONSES
-from groupcoord.protocol.schema import _CODECS, codec, decode_from, encode_into
+from groupcoord.protocol.schema import codec, decode_from, encode_into
 
 _PREFIX = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
@@ -90,9 +90,7 @@ def decode_from_partial(cls: type, stream: io.BytesIO, version: int) -> Any:
 
 def encode_response(correlation_id: int, api_key: int, api_version: int, body: Any) -> bytes:
     """A whole response frame, size prefix included."""
-    c = _CODECS.get((type(body), api_version))
-    if c is None:
-        c = codec(type(body), api_version)
+    c = codec(type(body), api_version)
     stream = io.BytesIO()
     stream.write(_CORR_V0.pack(0, correlation_id))
     if response_header_version(api_key, api_version) == 1:

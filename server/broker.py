@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
 from typing import Any
 
 import structlog
@@ -12,8 +11,7 @@ import structlog
 from groupcoord.protocol.api import ApiKey
 from groupcoord.server.apis import data, groups, loading, meta, offsets
 from groupcoord.server.config import ServerConfig
-from groupcoord.server.coordinator.machine import GroupStateMachine
-from groupcoord.server.coordinator.records import Record
+from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
@@ -21,6 +19,8 @@ from groupcoord.server.log.manager import LogManager
 from groupcoord.server.network import Connection
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
+from groupcoord.server.storage.base import StateStore
+from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import wall_ms
 from groupcoord.server.topics import Topics
@@ -51,40 +51,12 @@ HANDLERS = {
 }
 
 
-class InstantStore:
-    """Coordinator state kept in memory only; writes complete synchronously."""
-
-    synchronous = True
-
-    def __init__(self) -> None:
-        self.rows: dict[tuple, Record] = {}
-
-    async def open(self) -> None:
-        return None
-
-    async def load(self) -> list[Record]:
-        return list(self.rows.values())
-
-    def write_now(self, records: Sequence[Record]) -> None:
-        for rec in records:
-            if rec.value is None:
-                self.rows.pop(rec.key, None)
-            else:
-                self.rows[rec.key] = rec
-
-    async def write(self, records: Sequence[Record]) -> None:
-        self.write_now(records)
-
-    async def close(self) -> None:
-        return None
-
-
 class Broker:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.store: Any = None
-        self.machine: GroupStateMachine | None = None
+        self.store: StateStore | None = None
+        self.machine: GroupCoordinatorShard | None = None
         self.runtime: GroupRuntime | None = None
         self.topics: Any = None
         self.logs: Any = None
@@ -104,7 +76,7 @@ class Broker:
         self.loop = asyncio.get_running_loop()
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         memory = cfg.storage == "memory"
-        self.store = InstantStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
+        self.store = MemoryStateStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
         await self.store.open()
         flush = "always" if cfg.log_flush == "acks-all" else "never"
         self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
@@ -115,7 +87,7 @@ class Broker:
                 await self.topics.create(name, partitions)
         self.journal = Journal(cfg.data_dir / "journal" if cfg.journal else None, cfg.journal_max_bytes)
         self.journal.open(wall_ms())
-        self.machine = GroupStateMachine(cfg.coordinator())
+        self.machine = GroupCoordinatorShard(cfg.coordinator())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
         if cfg.metrics_port:
             self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
@@ -139,7 +111,7 @@ class Broker:
             self.machine.replay(rec)
         effects = self.machine.finish_load(wall_ms())
         if effects:
-            self.runtime._apply(None, effects)
+            self.runtime.apply_unowned(effects)
         self.load_ms = wall_ms() - started
         self.loading = False
         self._schedule_cleanup()

@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from groupcoord.server.coordinator.machine import EVENT_KEYS
+from groupcoord.server.coordinator.context import EVENT_KEYS
 
 log = structlog.get_logger("groupcoord.journal")
 

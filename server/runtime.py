@@ -18,9 +18,10 @@ from typing import Any
 
 import structlog
 
-from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
 from groupcoord.server.journal import Journal
+from groupcoord.server.storage.base import StateStore, SynchronousStateStore
 from groupcoord.server.timers import TimerService, wall_ms
 
 log = structlog.get_logger("groupcoord.coordinator")
@@ -37,14 +38,23 @@ class _Mailbox:
 
 
 class GroupRuntime:
-    def __init__(self, machine: Any, store: Any, journal: Journal, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        machine: GroupCoordinatorShard,
+        store: StateStore,
+        journal: Journal,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
         self.machine = machine
         self.store = store
         self.journal = journal
         self.loop = loop
         self.timers = TimerService(loop, self._timer_fired)
         self._boxes: dict[str, _Mailbox] = {}
-        self._sync_store = bool(getattr(store, "synchronous", False))
+        # a synchronous store is written inside the call (no mailbox wait); see storage/base.py
+        self._sync_store: SynchronousStateStore | None = (
+            store if store.synchronous and isinstance(store, SynchronousStateStore) else None
+        )
         self._writes: set[asyncio.Task] = set()
         self.loading = False
         #: told about every group event after the journal (the metrics in `groupcoord.server.ops`)
@@ -64,6 +74,19 @@ class GroupRuntime:
             self._apply(group_id, effects)
         return result
 
+    def call_parked(self, group_id: str, call: Callable[[asyncio.Future, int], Effects]) -> Any:
+        """Run a machine call that may park its reply (JoinGroup, SyncGroup, OffsetCommit).
+
+        The machine gets a fresh future as its reply token and answers through `Effects.replies`, possibly
+        much later; the caller gets that future (or, if the group is busy, a future chained to it).
+        """
+        token = self.loop.create_future()
+
+        def step(now: int) -> tuple[asyncio.Future, Effects]:
+            return token, call(token, now)
+
+        return self.call(group_id, step)
+
     def call_global(self, step: Step) -> Any:
         """Run a step that spans groups (DeleteGroups, offset expiry); its writes are not serialised per group.
 
@@ -73,7 +96,7 @@ class GroupRuntime:
         result, effects = step(wall_ms())
         if not effects:
             return result
-        if effects.records and not self._sync_store:
+        if effects.records and self._sync_store is None:
             fut = self.loop.create_future()
             inner = effects.after_persist
 
@@ -88,6 +111,10 @@ class GroupRuntime:
             return fut
         self._apply(None, effects)
         return result
+
+    def apply_unowned(self, effects: Effects) -> None:
+        """Apply effects that belong to no single group's mailbox (those of `finish_load` at start)."""
+        self._apply(None, effects)
 
     def _timer_fired(self, key: Hashable) -> None:
         group_id = key[1]  # type: ignore[index]
@@ -106,9 +133,9 @@ class GroupRuntime:
         for event in effects.events:
             self._event(event)
         if effects.records:
-            if self._sync_store:
+            if self._sync_store is not None:
                 try:
-                    self.store.write_now(effects.records)
+                    self._sync_store.write_now(effects.records)
                     ok = True
                 except Exception as exc:
                     log.error("state write failed", error=repr(exc))
@@ -216,6 +243,3 @@ def _chain(src: asyncio.Future, dst: asyncio.Future) -> None:
             dst.set_result(f.result())
 
     src.add_done_callback(done)
-
-
-NOT_COORDINATOR_WHILE_LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

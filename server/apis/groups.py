@@ -46,17 +46,6 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT_MIN = -(2**31)
 
 
-def _parked(ctx: RequestContext, group_id: str, call: Any) -> Any:
-    """Run a machine call that may park its reply: the machine answers through a future token."""
-    runtime = ctx.broker.runtime
-    token = runtime.loop.create_future()
-
-    def step(now: int) -> tuple[Any, Any]:
-        return token, call(token, now)
-
-    return runtime.call(group_id, step)
-
-
 def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     v = ctx.version
     mreq = m.JoinGroupRequest(
@@ -74,7 +63,7 @@ def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     )
     machine = ctx.broker.machine
     return then(
-        _parked(ctx, req.group_id, lambda tok, now: machine.join_group(mreq, tok, now)),
+        ctx.broker.runtime.call_parked(req.group_id, lambda tok, now: machine.join_group(mreq, tok, now)),
         lambda r: join_response(r, v),
     )
 
@@ -120,7 +109,7 @@ def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
     )
     machine = ctx.broker.machine
     return then(
-        _parked(ctx, req.group_id, lambda tok, now: machine.sync_group(mreq, tok, now)),
+        ctx.broker.runtime.call_parked(req.group_id, lambda tok, now: machine.sync_group(mreq, tok, now)),
         lambda r: sync_response(r, v),
     )
 

@@ -21,6 +21,7 @@ from groupcoord.protocol.messages import list_groups as lg
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
 from groupcoord.protocol.messages import sync_group as sg
+from groupcoord.server.apis.offsets import commit_errors
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
@@ -47,9 +48,7 @@ def _leave(ctx: RequestContext, req: lv.LeaveGroupRequest) -> lv.LeaveGroupRespo
 
 
 def _commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> oc.OffsetCommitResponse:
-    from groupcoord.server.apis.offsets import _commit_errors
-
-    return _commit_errors(req, LOADING)
+    return commit_errors(req, LOADING)
 
 
 def _fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> of.OffsetFetchResponse:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
-from groupcoord.server.apis.groups import _parked
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.dispatch import then
 
@@ -26,7 +25,8 @@ if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
 
 
-def _commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitResponse:
+def commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitResponse:
+    """The same error for every partition of the request (v0, and while the state loads)."""
     return oc.OffsetCommitResponse(
         topics=tuple(
             oc.OffsetCommitResponseTopic(
@@ -44,7 +44,7 @@ def _commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitRe
 def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     v = ctx.version
     if v == 0:
-        return _commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
+        return commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
     topics = ctx.broker.topics
     errors: dict[tuple[str, int], int] = {}
     accepted: list[tuple[str, tuple[m.CommitPartition, ...]]] = []
@@ -99,7 +99,10 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         topics=tuple(accepted),
     )
     machine = ctx.broker.machine
-    return then(_parked(ctx, req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now)), respond)
+    return then(
+        ctx.broker.runtime.call_parked(req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now)),
+        respond,
+    )
 
 
 def _fetch_one(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> Any:

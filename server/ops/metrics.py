@@ -32,7 +32,7 @@ from groupcoord.protocol.codec import decode_response
 from groupcoord.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from groupcoord.server.coordinator.machine import GroupStateMachine
+    from groupcoord.server.coordinator.shard import GroupCoordinatorShard
     from groupcoord.server.log.manager import LogManager
 
 KAFKA = "kafka_server_group_coordinator_metrics_"
@@ -48,7 +48,7 @@ REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
 class StateSource(Protocol):
     """What the collector reads: the broker's state machine, log manager and loading flag."""
 
-    machine: GroupStateMachine | None
+    machine: GroupCoordinatorShard | None
     logs: LogManager | None
     loading: bool
     load_ms: int | None

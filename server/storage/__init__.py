@@ -1,7 +1,7 @@
 """Durable coordinator state (committed offsets, group metadata): the StateStore interface and stores."""
 
-from groupcoord.server.storage.base import StateStore, StorageError
+from groupcoord.server.storage.base import StateStore, StorageError, SynchronousStateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 
-__all__ = ["MemoryStateStore", "SqliteStateStore", "StateStore", "StorageError"]
+__all__ = ["MemoryStateStore", "SqliteStateStore", "StateStore", "StorageError", "SynchronousStateStore"]

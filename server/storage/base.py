@@ -3,12 +3,16 @@
 The group state machine emits `GroupRecord`/`OffsetRecord`s at Kafka's persist points; a store keeps the
 latest value per key (`record.key`) and deletes the key on a tombstone (value None). A group tombstone
 deletes only the group row: the state machine sends the offset tombstones itself.
+
+Two kinds of store exist and the runtime treats them differently: an asynchronous one (SQLite) is awaited
+through `write()` while the group's mailbox holds later requests; a synchronous one (memory) is written with
+`write_now()` inside the call, so the whole request runs without a task switch. `synchronous` says which.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from groupcoord.server.coordinator.records import Record
 
@@ -19,6 +23,9 @@ class StorageError(Exception):
 
 
 class StateStore(Protocol):
+    #: True when `write_now()` exists and the runtime should use it instead of awaiting `write()`
+    synchronous: bool
+
     async def open(self) -> None:
         """Create or open the store (and its schema)."""
 
@@ -30,3 +37,11 @@ class StateStore(Protocol):
 
     async def close(self) -> None:
         """Finish in-flight writes and release the store."""
+
+
+@runtime_checkable
+class SynchronousStateStore(StateStore, Protocol):
+    """A store whose writes complete inside the call (`synchronous` is True)."""
+
+    def write_now(self, records: Sequence[Record]) -> None:
+        """Apply `records` in order before returning. Raises StorageError on failure."""

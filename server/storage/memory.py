@@ -1,4 +1,8 @@
-"""`MemoryStateStore`: the StateStore for `--storage memory` and tests. Instant, and NOT durable."""
+"""`MemoryStateStore`: the store `--storage memory` runs (and tests use). Instant, and NOT durable.
+
+It is synchronous: the runtime calls `write_now()` inside the request, so with this store a request runs to
+its reply without waiting on a write.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from groupcoord.server.storage.base import StorageError
 
 
 class MemoryStateStore:
+    synchronous = True
+
     def __init__(self) -> None:
         self._rows: dict[tuple, Record] = {}
         self._closed = False
@@ -22,7 +28,7 @@ class MemoryStateStore:
         offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord)]
         return [*groups, *offsets]
 
-    async def write(self, records: Sequence[Record]) -> None:
+    def write_now(self, records: Sequence[Record]) -> None:
         if self._closed:
             raise StorageError("store is closed")
         for r in records:
@@ -31,6 +37,9 @@ class MemoryStateStore:
             else:
                 self._rows[r.key] = r
         self.transactions += 1
+
+    async def write(self, records: Sequence[Record]) -> None:
+        self.write_now(records)
 
     async def close(self) -> None:
         self._closed = True

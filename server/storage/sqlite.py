@@ -114,6 +114,8 @@ def decode_group(text: str) -> GroupMetadataValue:
 class SqliteStateStore:
     """StateStore on SQLite; see the module docstring for the durability and batching rules."""
 
+    synchronous = False
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._executor: ThreadPoolExecutor | None = None

@@ -13,6 +13,7 @@ from groupcoord.server.coordinator.consumer import (
     assignment_partitions,
     subscription_topics,
 )
+from groupcoord.server.coordinator.context import EVENT_KEYS
 from groupcoord.server.coordinator.group import (
     VALID_PREVIOUS,
     ClassicGroup,
@@ -31,25 +32,7 @@ from groupcoord.server.coordinator.types import (
 )
 
 G = "group"
-JOURNAL_FIELDS = {
-    "ts",
-    "group",
-    "event",
-    "generation",
-    "state_from",
-    "state_to",
-    "reason",
-    "member_id",
-    "previous_member_id",
-    "group_instance_id",
-    "client_id",
-    "members",
-    "leader",
-    "protocol_type",
-    "protocol",
-    "skip_assignment",
-    "assignment",
-}
+JOURNAL_FIELDS = set(EVENT_KEYS)
 
 
 @pytest.fixture

@@ -20,6 +20,25 @@ async def wait_for(predicate: Callable[[], bool], timeout: float, what: str, ste
         await asyncio.sleep(step)
 
 
+class HeartbeatCounter:
+    """Counts an aiokafka consumer's successful heartbeats, so a test can wait for "the member has been
+    heard from since X" instead of sleeping. A success proves the coordinator still knows the member at its
+    generation with no rebalance in progress (any of those is an error answer, not a success)."""
+
+    def __init__(self, consumer: Any) -> None:
+        self.ok = 0
+        coordinator = consumer._coordinator  # aiokafka has no public hook for heartbeat results
+        send = coordinator._do_heartbeat
+
+        async def counted() -> bool:
+            success = await send()
+            if success:
+                self.ok += 1
+            return success
+
+        coordinator._do_heartbeat = counted
+
+
 def wait_for_sync(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():

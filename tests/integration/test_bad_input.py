@@ -43,7 +43,14 @@ from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitRequestTopic,
 )
 from groupcoord.protocol.messages.sync_group import SyncGroupRequest
-from tests.integration.helpers import RawClient, describe_group, exact_cover, journal_events, wait_for
+from tests.integration.helpers import (
+    HeartbeatCounter,
+    RawClient,
+    describe_group,
+    exact_cover,
+    journal_events,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -58,6 +65,7 @@ class Steady:
     server: Any
     consumers: list[AIOKafkaConsumer]
     bystander: RawClient
+    heartbeats: list[HeartbeatCounter]
 
     async def snapshot(self) -> tuple[Any, ...]:
         d = await asyncio.to_thread(describe_group, self.server.host, self.server.port, GROUP)
@@ -130,7 +138,7 @@ async def steady_group(server) -> AsyncIterator[Steady]:  # type: ignore[no-unty
             return len({c._coordinator.generation for c in consumers}) == 1 and exact_cover(owned, everything)
 
         await wait_for(ok, 30, "the steady group to settle")
-        yield Steady(server, consumers, bystander)
+        yield Steady(server, consumers, bystander, [HeartbeatCounter(c) for c in consumers])
     finally:
         bystander.close()
         await asyncio.gather(*(c.stop() for c in consumers))
@@ -138,8 +146,14 @@ async def steady_group(server) -> AsyncIterator[Steady]:  # type: ignore[no-unty
 
 async def check_unaffected(steady: Steady, before: tuple[Any, ...], events_before: int) -> None:
     server = steady.server
-    # a rebalance, had the bad input caused one, would reach the members within a heartbeat (300 ms)
-    await asyncio.sleep(1.5)
+    # a rebalance, had the bad input caused one, would make the members' heartbeats fail; wait until each
+    # member has had two more succeed (or the server died)
+    wanted = [h.ok + 2 for h in steady.heartbeats]
+    await wait_for(
+        lambda: not server.alive() or all(h.ok >= n for h, n in zip(steady.heartbeats, wanted, strict=True)),
+        30,
+        "two more successful heartbeats from every member",
+    )
     assert server.alive(), server.log()
     after = await steady.snapshot()
     assert after == before
@@ -167,12 +181,19 @@ async def check_unaffected(steady: Steady, before: tuple[Any, ...], events_befor
 async def baseline(steady: Steady) -> tuple[tuple[Any, ...], int]:
     """A snapshot and the journal length, once the journal has caught up with the settled group."""
 
+    generations = {c._coordinator.generation for c in steady.consumers}
+
     def stable_logged() -> bool:
+        # the last event is the settled generation going Stable: nothing of the settling is still in flight
         events = steady.group_events()
-        return bool(events) and events[-1]["event"] == "state_change" and events[-1]["state_to"] == "Stable"
+        return (
+            bool(events)
+            and events[-1]["event"] == "state_change"
+            and events[-1]["state_to"] == "Stable"
+            and {events[-1]["generation"]} == generations
+        )
 
     await wait_for(stable_logged, 5, "the journal to record the steady group")
-    await asyncio.sleep(0.5)  # let any trailing journal batch land before counting
     return await steady.snapshot(), len(steady.group_events())
 
 

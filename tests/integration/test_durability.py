@@ -10,6 +10,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.integration.helpers import HeartbeatCounter, wait_for
+
 pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
@@ -83,10 +85,7 @@ async def test_committed_offsets_survive_sigkill_and_are_fetched_back(groupcoord
     )
     await c.start()
     try:
-        for _ in range(100):
-            if len(c.assignment()) == 3:
-                break
-            await asyncio.sleep(0.1)
+        await wait_for(lambda: len(c.assignment()) == 3, 30, "the consumer to own all three partitions")
         await c.commit({TopicPartition("marks", p): 1000 + p for p in range(3)})
     finally:
         await c.stop()
@@ -133,14 +132,16 @@ async def test_a_consumer_group_keeps_running_across_a_server_restart(groupcoord
     )  # fmt: skip
     await c.start()
     try:
-        for _ in range(100):
-            if len(c.assignment()) == 2:
-                break
-            await asyncio.sleep(0.1)
+        await wait_for(lambda: len(c.assignment()) == 2, 30, "the consumer to own both partitions")
+        heartbeats = HeartbeatCounter(c)
         gen = c._coordinator.generation
         srv.stop()
+        heartbeats.ok = 0  # the server is down: only the restarted one can answer from here on
         srv.start()
-        await asyncio.sleep(3)  # heartbeats resume against the restarted server
+        # a heartbeat succeeds only for a known member at its generation with no rebalance in progress
+        await wait_for(
+            lambda: heartbeats.ok >= 2, 30, "two successful heartbeats against the restarted server"
+        )
         assert len(c.assignment()) == 2
         assert c._coordinator.generation == gen
     finally:

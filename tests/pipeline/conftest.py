@@ -9,26 +9,9 @@ from typing import Any
 
 import pytest
 
-FIELDS = (
-    "ts",
-    "seq",
-    "group",
-    "event",
-    "generation",
-    "state_from",
-    "state_to",
-    "reason",
-    "member_id",
-    "previous_member_id",
-    "group_instance_id",
-    "client_id",
-    "members",
-    "leader",
-    "protocol_type",
-    "protocol",
-    "skip_assignment",
-    "assignment",
-)
+from groupcoord.server.journal import FIELDS as JOURNAL_FIELDS
+
+FIELDS = JOURNAL_FIELDS  # the journal writer's own field list, not a copy
 
 
 class Journal:

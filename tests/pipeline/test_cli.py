@@ -70,3 +70,40 @@ def test_missing_journal(tmp_path: Path) -> None:
     r = _run(["--data-dir", str(tmp_path), "--out", str(tmp_path / "out")], dict(os.environ))
     assert r.returncode == 1
     assert "no journal" in r.stderr and "Traceback" not in r.stderr
+
+
+BLOCK_PYSPARK = """
+import sys
+from importlib.abc import MetaPathFinder
+
+
+class BlockPyspark(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pyspark" or name.startswith("pyspark."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, BlockPyspark())
+from groupcoord.server.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_report_without_pyspark_says_to_install_the_report_extra(tmp_path: Path) -> None:
+    """No ModuleNotFoundError traceback: one line naming the missing module and the extra to install."""
+    journal = tmp_path / "data" / "journal"
+    journal.mkdir(parents=True)
+    (journal / "journal-00000000000000000000.jsonl").write_text("")
+    argv = ["report", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCK_PYSPARK, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "pyspark" in proc.stderr and "pip install 'groupcoord[report]'" in proc.stderr

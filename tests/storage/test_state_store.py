@@ -20,7 +20,13 @@ from groupcoord.server.coordinator.records import (
     OffsetRecord,
     OffsetValue,
 )
-from groupcoord.server.storage import MemoryStateStore, SqliteStateStore, StateStore, StorageError
+from groupcoord.server.storage import (
+    MemoryStateStore,
+    SqliteStateStore,
+    StateStore,
+    StorageError,
+    SynchronousStateStore,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -166,3 +172,17 @@ def test_crash_right_after_write_keeps_everything(tmp_path: Path) -> None:
     assert {(r.group_id, r.partition, r.value.offset) for r in loaded} == {
         (f"g{w}", p, 1000 + p) for w in range(20) for p in range(50)
     }
+
+
+async def test_memory_store_is_synchronous_and_sqlite_is_not(tmp_path: Path) -> None:
+    """The runtime writes a synchronous store inside the call; the protocol says which store is which."""
+    mem = MemoryStateStore()
+    await mem.open()
+    assert mem.synchronous and isinstance(mem, SynchronousStateStore)
+    mem.write_now([group("g"), offset("g", "t", 0, 1)])
+    assert await mem.load() == [group("g"), offset("g", "t", 0, 1)]
+    await mem.close()
+    with pytest.raises(StorageError):
+        mem.write_now([group("g")])
+    sql = SqliteStateStore(tmp_path / "state.db")
+    assert not sql.synchronous and not isinstance(sql, SynchronousStateStore)

@@ -1,0 +1,250 @@
+"""Committed offsets: OffsetCommit, OffsetFetch (with RequireStable), retention and expiry, and the offset
+half of deletion and loading (Kafka's `OffsetMetadataManager`).
+
+Commits are validated against the group manager's groups (generation, member, fencing) but the offsets and
+the count of commits still being written (`inflight`, what RequireStable reports as UNSTABLE_OFFSET_COMMIT)
+live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.consumer import CONSUMER
+from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
+from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup
+from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.coordinator.types import (
+    CommitPartition,
+    Effects,
+    FetchedPartition,
+    OffsetCommitRequest,
+    OffsetCommitResult,
+    OffsetFetchRequest,
+    OffsetFetchResult,
+)
+
+E = ErrorCode
+
+
+class OffsetMetadataManager:
+    """Every committed offset of the shard, by group then (topic, partition)."""
+
+    def __init__(self, ctx: OperationContext, group_manager: GroupMetadataManager) -> None:
+        self.ctx = ctx
+        self.group_manager = group_manager
+        self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
+        self.inflight: dict[
+            tuple[str, str, int], int
+        ] = {}  # unpersisted commits per partition (RequireStable)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
+        return dict(self.offsets.get(group_id, {}))
+
+    # ================================================================================ OffsetCommit
+
+    def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
+        fx = self.ctx.begin(now_ms)
+        err = self._validate_commit(req)
+        if err:
+            fx.reply(token, _commit_result(req, lambda t, p: err))
+            return fx
+        max_meta = self.ctx.config.offset_metadata_max_bytes
+        retention = req.retention_time_ms if 2 <= req.version <= 4 and req.retention_time_ms != -1 else None
+        pending: dict[tuple[str, int], OffsetValue] = {}
+        for topic, parts in req.topics:
+            for p in parts:
+                meta = p.metadata if p.metadata is not None else ""
+                if len(meta) > max_meta:
+                    continue
+                commit_ts = p.commit_timestamp if req.version == 1 and p.commit_timestamp != -1 else now_ms
+                value = OffsetValue(
+                    offset=p.offset,
+                    leader_epoch=p.leader_epoch,
+                    metadata=meta,
+                    commit_timestamp=commit_ts,
+                    expire_timestamp=now_ms + retention if retention is not None else -1,
+                )
+                pending[(topic, p.partition)] = value
+                fx.record(OffsetRecord(req.group_id, topic, p.partition, value))
+
+        def error_of(topic: str, p: CommitPartition, ok: bool) -> int:
+            meta = p.metadata if p.metadata is not None else ""
+            if len(meta) > max_meta:
+                return int(E.OFFSET_METADATA_TOO_LARGE)
+            return NONE if ok else PERSIST_ERROR
+
+        if not pending:
+            fx.reply(token, _commit_result(req, lambda t, p: error_of(t, p, True)))
+            return fx
+        gid = req.group_id
+        for topic, partition in pending:
+            k = (gid, topic, partition)
+            self.inflight[k] = self.inflight.get(k, 0) + 1
+
+        def after(ok: bool, now: int) -> Effects:
+            fx2 = self.ctx.begin(now)
+            for topic, partition in pending:
+                k = (gid, topic, partition)
+                n = self.inflight.get(k, 0) - 1
+                if n > 0:
+                    self.inflight[k] = n
+                else:
+                    self.inflight.pop(k, None)
+            if ok:
+                if self.group_manager.group(gid) is None:  # deleted meanwhile: recreated, as a replay would
+                    self.group_manager.add_simple_group(gid, now)
+                self.offsets.setdefault(gid, {}).update(pending)
+            fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok)))
+            return fx2
+
+        fx.after_persist = after
+        return fx
+
+    def _validate_commit(self, req: OffsetCommitRequest) -> int:
+        """Spec §6.2-§6.3; creates a simple group for generation < 0 on an unknown group."""
+        g = self.group_manager.group(req.group_id)
+        if g is None:
+            if req.generation_id < 0:
+                g = self.group_manager.add_simple_group(req.group_id, self.ctx.now)
+                self.ctx.event(g, "group_created", reason="simple_group")
+                return NONE
+            return int(E.GROUP_ID_NOT_FOUND) if req.version >= 9 else int(E.ILLEGAL_GENERATION)
+        if g.state == DEAD:
+            return int(E.COORDINATOR_NOT_AVAILABLE)
+        if req.generation_id < 0 and g.state == EMPTY:
+            return NONE
+        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            err = self.group_manager.validate_member(g, req.member_id, req.group_instance_id)
+            if err:
+                return err
+            if req.generation_id != g.generation_id:
+                return int(E.ILLEGAL_GENERATION)
+        else:
+            return int(E.UNKNOWN_MEMBER_ID)
+        if g.state == COMPLETING:
+            return int(E.REBALANCE_IN_PROGRESS)
+        if g.state in (STABLE, PREPARING):
+            self.group_manager.reschedule_member_heartbeat(g, g.members[req.member_id])
+        return NONE
+
+    # ================================================================================= OffsetFetch
+
+    def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
+        offsets = self.offsets.get(req.group_id, {})
+        gid = req.group_id
+        if req.topics is None:
+            by_topic: dict[str, list[FetchedPartition]] = {}
+            for (topic, partition), v in offsets.items():
+                by_topic.setdefault(topic, []).append(
+                    self._fetched(gid, topic, partition, v, req.require_stable)
+                )
+            return OffsetFetchResult(
+                NONE, tuple((t, tuple(sorted(ps, key=lambda p: p.partition))) for t, ps in by_topic.items())
+            )
+        topics = tuple(
+            (
+                topic,
+                tuple(
+                    self._fetched(gid, topic, p, offsets.get((topic, p)), req.require_stable)
+                    for p in partitions
+                ),
+            )
+            for topic, partitions in req.topics
+        )
+        return OffsetFetchResult(NONE, topics)
+
+    def _fetched(
+        self, gid: str, topic: str, partition: int, v: OffsetValue | None, require_stable: bool
+    ) -> FetchedPartition:
+        if require_stable and (gid, topic, partition) in self.inflight:
+            return FetchedPartition(partition, -1, -1, "", int(E.UNSTABLE_OFFSET_COMMIT))
+        if v is None:
+            return FetchedPartition(partition, -1, -1, "", NONE)
+        return FetchedPartition(partition, v.offset, v.leader_epoch, v.metadata, NONE)
+
+    # ========================================================================= retention and expiry
+
+    def cleanup_expired_offsets(self, g: ClassicGroup, now_ms: int) -> bool:
+        """Spec §6.6: tombstone this group's expired offsets; True when none (and no commit in flight) is
+        left, so that the shard may delete the group if it is Empty (Kafka's `cleanupExpiredOffsets`)."""
+        gid = g.group_id
+        offsets = self.offsets.get(gid, {})
+        base: Callable[[OffsetValue], int] | None
+        subscribed: set[str] = set()
+        if g.protocol_type is not None and g.state == EMPTY:
+            state_ts = g.current_state_timestamp
+
+            def base(v: OffsetValue, ts: int | None = state_ts) -> int:
+                return ts if ts is not None else v.commit_timestamp
+        elif g.protocol_type == CONSUMER and g.state == STABLE and g.subscribed_topics is not None:
+            subscribed = g.subscribed_topics
+
+            def base(v: OffsetValue) -> int:
+                return v.commit_timestamp
+        elif g.protocol_type is None:
+
+            def base(v: OffsetValue) -> int:
+                return v.commit_timestamp
+        else:
+            base = None
+        if base is not None:
+            retention = self.ctx.config.offsets_retention_ms
+            for (topic, partition), v in list(offsets.items()):
+                if topic in subscribed or (gid, topic, partition) in self.inflight:
+                    continue
+                expired = (
+                    now_ms >= v.expire_timestamp
+                    if v.expire_timestamp != -1
+                    else now_ms - base(v) >= retention
+                )
+                if expired:
+                    del offsets[(topic, partition)]
+                    self.ctx.fx.record(OffsetRecord(gid, topic, partition, None))
+        return not offsets and not self.has_pending_commits(gid)
+
+    # ====================================================================== deletion and loading
+
+    def has_pending_commits(self, group_id: str) -> bool:
+        return any(k[0] == group_id for k in self.inflight)
+
+    def tombstone_group_offsets(self, group_id: str) -> None:
+        """Write a tombstone for every committed offset of a group being deleted."""
+        for topic, partition in self.offsets.get(group_id, {}):
+            self.ctx.fx.record(OffsetRecord(group_id, topic, partition, None))
+
+    def remove_group(self, group_id: str) -> None:
+        """Forget a group's offsets (the group itself is gone)."""
+        self.offsets.pop(group_id, None)
+
+    def replay_offset(self, record: OffsetRecord) -> None:
+        """Apply one persisted offset record; offsets without a group record make a simple group."""
+        offsets = self.offsets.setdefault(record.group_id, {})
+        if record.value is None:
+            offsets.pop((record.topic, record.partition), None)
+            return
+        offsets[(record.topic, record.partition)] = record.value
+        if self.group_manager.group(record.group_id) is None:
+            self.group_manager.add_simple_group(record.group_id, record.value.commit_timestamp)
+
+    def on_loaded(self) -> None:
+        """Drop the empty per-group maps that tombstones left behind during replay."""
+        for gid in [gid for gid, offs in self.offsets.items() if not offs]:
+            del self.offsets[gid]
+
+    def unload(self) -> None:
+        self.offsets.clear()
+        self.inflight.clear()
+
+
+# ============================================================================================ helpers
+
+
+def _commit_result(
+    req: OffsetCommitRequest, error_of: Callable[[str, CommitPartition], int]
+) -> OffsetCommitResult:
+    return OffsetCommitResult(
+        tuple((topic, tuple((p.partition, error_of(topic, p)) for p in parts)) for topic, parts in req.topics)
+    )

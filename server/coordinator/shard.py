@@ -1,0 +1,167 @@
+"""`GroupCoordinatorShard`: the one face of the pure coordinator (spec §1-§7), as in Kafka.
+
+Kafka's `GroupCoordinatorShard` composes a `GroupMetadataManager` (groups and membership) and an
+`OffsetMetadataManager` (committed offsets) and itself owns what spans both: record replay and load, group
+deletion and the periodic cleanup that expires offsets and then deletes the Empty groups left without any.
+This class does the same and forwards every single-manager request to its manager.
+
+Every public method takes the current time and returns results plus `Effects`; nothing here does I/O, sleeps
+or reads a clock. The actor applies the effects: timers and journal events at once, then the durable write
+of `records`, then `after_persist(ok, now)`, then the replies. Replies that depend on a write succeeding
+(leader's SyncGroup, static replacement in Stable, offset commits, group creation) are produced by
+`after_persist`, which re-checks the group because other requests may have run while the write was in flight.
+
+Parked JoinGroup/SyncGroup requests are represented by the caller's opaque `token` (must not be None),
+stored on the member and handed back in `Effects.replies` when the request completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.context import NONE, OperationContext
+from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
+from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
+from groupcoord.server.coordinator.records import GroupRecord, OffsetValue, Record
+from groupcoord.server.coordinator.types import (
+    CoordinatorConfig,
+    DescribedGroup,
+    Effects,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    LeaveGroupResult,
+    ListedGroup,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetFetchResult,
+    SyncGroupRequest,
+)
+
+E = ErrorCode
+
+
+class GroupCoordinatorShard:
+    """All classic groups of this coordinator and their committed offsets."""
+
+    def __init__(
+        self, config: CoordinatorConfig | None = None, *, id_factory: Callable[[str], str] | None = None
+    ) -> None:
+        self._ctx = OperationContext(config or CoordinatorConfig())
+        self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
+        self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager)
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self._ctx.config
+
+    @config.setter
+    def config(self, config: CoordinatorConfig) -> None:
+        """Replace the limits (tests lower max_size as a restart with a new config would)."""
+        self._ctx.config = config
+
+    def _drop_offsets(self, group_id: str) -> None:
+        self.offset_manager.remove_group(group_id)
+
+    # ================================================================================== inspection
+
+    def group_ids(self) -> list[str]:
+        return list(self.group_manager.groups)
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.group_manager.groups
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The live group object (for tests and diagnostics; do not mutate)."""
+        return self.group_manager.group(group_id)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
+        return self.offset_manager.committed_offsets(group_id)
+
+    # ============================================================================= group requests
+
+    def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        return self.group_manager.join_group(req, token, now_ms)
+
+    def sync_group(self, req: SyncGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        return self.group_manager.sync_group(req, token, now_ms)
+
+    def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
+        return self.group_manager.heartbeat(req, now_ms)
+
+    def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:
+        return self.group_manager.leave_group(req, now_ms)
+
+    def on_timer(self, key: tuple, now_ms: int) -> Effects:
+        return self.group_manager.on_timer(key, now_ms)
+
+    def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
+        return self.group_manager.describe_groups(ids)
+
+    def list_groups(
+        self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+    ) -> list[ListedGroup]:
+        return self.group_manager.list_groups(states_filter, types_filter)
+
+    # ============================================================================ offset requests
+
+    def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
+        return self.offset_manager.commit_offsets(req, token, now_ms)
+
+    def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
+        return self.offset_manager.fetch_offsets(req, now_ms)
+
+    # ============================================================ across managers: delete, cleanup
+
+    def delete_groups(self, ids: Iterable[str], now_ms: int) -> tuple[list[tuple[str, int]], Effects]:
+        fx = self._ctx.begin(now_ms)
+        results: list[tuple[str, int]] = []
+        for gid in dict.fromkeys(ids):
+            g = self.group_manager.group(gid)
+            if g is None or g.state == DEAD:
+                results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
+            elif g.state != EMPTY:
+                results.append((gid, int(E.NON_EMPTY_GROUP)))
+            else:
+                self.offset_manager.tombstone_group_offsets(gid)
+                self._delete_group(g, "deleted")
+                results.append((gid, NONE))
+        return results, fx
+
+    def cleanup_expired_offsets(self, now_ms: int) -> Effects:
+        """Spec §6.6 (Kafka's `cleanupGroupMetadata`): expire offsets, then delete Empty groups left without."""
+        fx = self._ctx.begin(now_ms)
+        for g in list(self.group_manager.groups.values()):
+            if self.offset_manager.cleanup_expired_offsets(g, now_ms) and g.state == EMPTY:
+                self._delete_group(g, "expired")
+        return fx
+
+    def _delete_group(self, g: ClassicGroup, reason: str) -> None:
+        self.group_manager.delete_group(g, reason)
+        self.offset_manager.remove_group(g.group_id)
+
+    # ============================================================================ load from storage
+
+    def replay(self, record: Record) -> None:
+        """Apply one persisted record (latest value per key, any order between keys)."""
+        if isinstance(record, GroupRecord):
+            self.group_manager.replay_group(record)
+        else:
+            self.offset_manager.replay_offset(record)
+
+    def finish_load(self, now_ms: int) -> Effects:
+        """Arm session timers for loaded members; journal loaded Empty groups; rebalance over-capacity groups."""
+        fx = self._ctx.begin(now_ms)
+        self.offset_manager.on_loaded()
+        self.group_manager.on_loaded()
+        return fx
+
+    def unload(self, now_ms: int) -> Effects:
+        """Drop every group as Kafka does on resignation (spec §1.6, e.g. at shutdown): parked requests are
+        answered NOT_COORDINATOR, timers cancelled, groups go Dead (journalled, reason `unloaded`)."""
+        fx = self._ctx.begin(now_ms)
+        self.group_manager.unload()
+        self.offset_manager.unload()
+        return fx

@@ -1,0 +1,159 @@
+"""The import rules of docs/architecture.md, checked with `ast` over the source files.
+
+Every import counts, including those under `if TYPE_CHECKING:` and inside functions: a circle through type
+hints is still a circle for a reader. Each rule names the rooms a room may import from (its own included);
+the pure state machine additionally imports no I/O module, and no module imports another's private name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline")
+
+#: room (a module or package, as `groupcoord.<room>`) -> the rooms it may import from
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "protocol": ("protocol",),
+    "assignors": ("assignors", "protocol"),
+    "pipeline": ("pipeline",),
+    "server.coordinator": ("server.coordinator", "protocol"),
+    "server.storage": ("server.storage", "server.coordinator.records"),
+    "server.log": ("server.log", "protocol"),
+    "server.timers": (),
+    "server.journal": ("server.journal", "server.coordinator"),
+    "server.runtime": (
+        "server.runtime",
+        "server.coordinator",
+        "server.journal",
+        "server.storage",
+        "server.timers",
+        "protocol",
+    ),
+    "server.apis": ("server.apis", "server.dispatch", "server.coordinator", "server.log", "protocol"),
+    "server.network": ("server.network", "server.dispatch", "protocol"),
+    # server.dispatch is not listed yet: it still names the Broker for RequestContext.broker (issue 12,
+    # the narrow handler interface); server.broker and server.cli wire everything and may import anything.
+}
+
+#: what "no I/O" means for the pure state machine
+IO_MODULES = frozenset(
+    {"asyncio", "sqlite3", "socket", "selectors", "select", "ssl", "threading", "concurrent", "subprocess",
+     "os", "io", "pathlib", "shutil", "time", "structlog", "uvloop", "logging"}
+)  # fmt: skip
+
+
+def module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def room_of(module: str) -> str | None:
+    """The most specific room containing `module` (None: not governed by a rule)."""
+    best = None
+    for room in ALLOWED:
+        if (module == room or module.startswith(room + ".")) and (best is None or len(room) > len(best)):
+            best = room
+    return best
+
+
+def inside(module: str, rooms: tuple[str, ...]) -> bool:
+    return any(module == r or module.startswith(r + ".") for r in rooms)
+
+
+def imports(tree: ast.AST) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, imported module, names taken from it) for every import statement, however nested."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                yield node.lineno, "." * node.level + (node.module or ""), [a.name for a in node.names]
+            else:
+                yield node.lineno, node.module or "", [a.name for a in node.names]
+
+
+def violations(sources: dict[str, str]) -> list[str]:
+    """Broken rules in `sources` ({path relative to the repository root: text})."""
+    out: list[str] = []
+    for rel, text in sources.items():
+        path = Path(rel)
+        module = module_name(ROOT / path, ROOT)
+        room = room_of(module)
+        for line, target, names in imports(ast.parse(text, rel)):
+            where = f"{rel}:{line}"
+            if target.startswith("."):
+                out.append(f"{where}: relative import {target} (write groupcoord.…)")
+                continue
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private:
+                out.append(f"{where}: imports private name(s) {private} from {target}")
+            top = target.split(".")[0]
+            if top == "groupcoord":
+                # `from groupcoord import server` imports the room `server`; otherwise the module itself
+                inners = names if target == "groupcoord" else [target[len("groupcoord.") :]]
+                for inner in inners:
+                    if room is not None and not inside(inner, ALLOWED[room]):
+                        out.append(f"{where}: {room} may not import {inner}")
+            elif room == "server.coordinator" and top in IO_MODULES:
+                out.append(f"{where}: the pure state machine imports the I/O module {target}")
+    return out
+
+
+def source_files() -> dict[str, str]:
+    return {
+        str(p.relative_to(ROOT)): p.read_text()
+        for folder in SOURCE_FOLDERS
+        for p in sorted((ROOT / folder).rglob("*.py"))
+    }
+
+
+def test_the_source_follows_the_import_rules() -> None:
+    found = violations(source_files())
+    assert found == [], "\n".join(found)
+
+
+def test_every_room_in_the_rules_exists() -> None:
+    modules = {module_name(ROOT / p, ROOT) for p in source_files()}
+    for room in ALLOWED:
+        assert any(inside(m, (room,)) for m in modules), room
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "expected"),
+    [
+        ("protocol/x.py", "from groupcoord.server import broker", "protocol may not import server"),
+        ("protocol/x.py", "if TYPE_CHECKING:\n    import groupcoord.server.dispatch", "may not import server.dispatch"),
+        ("assignors/x.py", "from groupcoord.server.coordinator import types", "assignors may not import"),
+        ("pipeline/x.py", "def f():\n    from groupcoord.protocol import api", "pipeline may not import protocol"),
+        ("protocol/x.py", "from groupcoord import server", "protocol may not import server"),
+        ("server/coordinator/x.py", "import asyncio", "imports the I/O module asyncio"),
+        ("server/coordinator/x.py", "from groupcoord.server.runtime import GroupRuntime", "may not import server.runtime"),
+        ("server/storage/x.py", "from groupcoord.server.coordinator.group import ClassicGroup", "server.storage may not"),
+        ("server/apis/x.py", "from groupcoord.server.broker import Broker", "server.apis may not import server.broker"),
+        ("server/broker.py", "from groupcoord.server.apis.groups import _parked", "private name(s) ['_parked']"),
+        ("server/x.py", "from .runtime import GroupRuntime", "relative import"),
+    ],
+)  # fmt: skip
+def test_the_checker_reports_each_kind_of_violation(path: str, text: str, expected: str) -> None:
+    found = violations({path: text})
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_the_checker_accepts_allowed_imports() -> None:
+    assert (
+        violations(
+            {
+                "server/coordinator/x.py": "import uuid\nfrom groupcoord.protocol.errors import ErrorCode",
+                "server/apis/x.py": "from groupcoord.server.coordinator import types",
+                "server/broker.py": "from groupcoord.server.runtime import GroupRuntime",
+            }
+        )
+        == []
+    )
