@@ -17,7 +17,7 @@ from groupcoord.server.coordinator.records import Record
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
 from groupcoord.server.log.manager import LogManager
-from groupcoord.server.network import Connection
+from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import wall_ms
@@ -93,6 +93,7 @@ class Broker:
         self.journal: Journal | None = None
         self._server: asyncio.base_events.Server | None = None
         self._cleanup: asyncio.TimerHandle | None = None
+        self.guard: ConnectionGuard | None = None
 
     async def start(self) -> None:
         cfg = self.config
@@ -112,9 +113,17 @@ class Broker:
         self.journal.open(wall_ms())
         self.machine = GroupStateMachine(cfg.coordinator())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
+        limits = NetworkLimits(
+            max_frame=cfg.socket_request_max_bytes,
+            idle_ms=cfg.connections_max_idle_ms,
+            frame_timeout_ms=cfg.request_frame_timeout_ms,
+            max_per_ip=cfg.max_connections_per_ip,
+            max_total=cfg.max_connections,
+        )
+        guard = self.guard = ConnectionGuard(limits, self.loop)
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
         self._server = await self.loop.create_server(
-            lambda: Connection(self.dispatcher, cfg.socket_request_max_bytes),
+            lambda: Connection(self.dispatcher, guard),
             cfg.host,
             cfg.port,
             reuse_address=True,
@@ -165,6 +174,8 @@ class Broker:
                 await self.loaded
         if self._cleanup is not None:
             self._cleanup.cancel()
+        if self.guard is not None:
+            self.guard.close()
         for conn in list(self.dispatcher.connections):
             if conn.transport is not None:
                 conn.transport.close()

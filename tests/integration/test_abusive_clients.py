@@ -1,0 +1,202 @@
+"""One abusive client must not stall the others (issue 11): a never-reading client, a flooding client, slow
+senders, idle connections and connection floods, each while a real aiokafka group keeps its members.
+
+No timing assertions: "the group keeps its members" means no generation change and no lost partition
+over a window longer than the session timeout, which is what a stalled server breaks. The probe's latencies
+are printed (run with -s); the bench (`bench/abuse.py`) measures them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from tests.integration.abusers import (
+    ConnectionFlood,
+    FastFlooder,
+    NeverReader,
+    Probe,
+    Slowloris,
+    api_versions_ok,
+    held_open,
+    rss_mb,
+)
+from tests.integration.helpers import exact_cover, wait_for
+
+pytestmark = [pytest.mark.integration]
+logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+
+SESSION_MS = 6000
+TOPIC_ARGS = ("--topic", "t:6", *(a for i in range(40) for a in ("--topic", f"filler-{i}:4")))
+
+
+class Group:
+    """Two aiokafka consumers of topic t (6 partitions) that must keep their generation and partitions."""
+
+    def __init__(self, bootstrap: str, group: str) -> None:
+        self.consumers = [
+            AIOKafkaConsumer(
+                "t",
+                bootstrap_servers=bootstrap,
+                group_id=group,
+                session_timeout_ms=SESSION_MS,
+                heartbeat_interval_ms=500,
+                enable_auto_commit=False,
+            )
+            for _ in range(2)
+        ]
+        self.generation = -1
+
+    def _owned(self) -> list[set[tuple[str, int]]]:
+        return [{(tp.topic, tp.partition) for tp in c.assignment()} for c in self.consumers]
+
+    def _gens(self) -> set[int]:
+        return {c._coordinator.generation for c in self.consumers}
+
+    async def start(self) -> None:
+        for c in self.consumers:
+            await c.start()
+        expected = {("t", p) for p in range(6)}
+
+        def settled() -> bool:
+            return len(self._gens()) == 1 and exact_cover(self._owned(), expected)
+
+        await wait_for(settled, 30, "the aiokafka group to settle")
+        self.generation = self._gens().pop()
+
+    def kept(self) -> bool:
+        return self._gens() == {self.generation} and exact_cover(self._owned(), {("t", p) for p in range(6)})
+
+    async def stop(self) -> None:
+        for c in self.consumers:
+            await c.stop()
+
+
+async def hold(group: Group, seconds: float) -> None:
+    """Watch the group for `seconds` (longer than its session timeout): it must never rebalance."""
+    for _ in range(int(seconds / 0.25)):
+        assert group.kept(), "the aiokafka group rebalanced while another client misbehaved"
+        await asyncio.sleep(0.25)
+
+
+def start_probe(srv) -> Probe:  # type: ignore[no-untyped-def]
+    probe = Probe(srv.host, srv.port, "probe")
+    probe.start()
+    assert probe.ready.wait(30) and probe.failure is None, probe.failure
+    return probe
+
+
+def check_probe(probe: Probe, what: str) -> None:
+    probe.stop()
+    assert probe.failure is None, probe.failure
+    assert probe.latencies, "the probe sent no heartbeat"
+    assert set(probe.errors) == {0}, f"probe heartbeats failed: {set(probe.errors)}"
+    print(
+        f"\n{what}: probe heartbeats {len(probe.latencies)}, p50 {probe.percentile_ms(0.5):.2f} ms, "
+        f"p99 {probe.percentile_ms(0.99):.2f} ms, max {max(probe.latencies) * 1000:.2f} ms"
+    )
+
+
+async def test_never_reading_and_flooding_clients_do_not_stall_the_group_or_grow_memory(
+    server_factory,
+) -> None:
+    srv = server_factory(*TOPIC_ARGS)
+    group = Group(srv.bootstrap, "steady")
+    await group.start()
+    probe = start_probe(srv)
+    rss_before = rss_mb(srv.proc.pid)
+    abusers = [
+        NeverReader(srv.host, srv.port),
+        NeverReader(srv.host, srv.port),
+        FastFlooder(srv.host, srv.port),
+    ]
+    for a in abusers:
+        a.start()
+    try:
+        await hold(group, SESSION_MS / 1000 + 2)
+        # a newcomer is still served while the abusers push
+        assert await asyncio.to_thread(api_versions_ok, srv.host, srv.port)
+        rss_during = rss_mb(srv.proc.pid)
+    finally:
+        for a in abusers:
+            a.stop()
+    check_probe(probe, "never-reading + flooding")
+    sent = sum(a.sent for a in abusers[:2])
+    print(
+        f"never-readers sent {sent} all-topics Metadata requests; RSS {rss_before:.0f} -> {rss_during:.0f} MB"
+    )
+    # the never-readers asked for far more answer bytes than the bound lets the server hold for them
+    assert sent > 20_000, "the never-reading clients did not get to push much"
+    assert rss_during - rss_before < 100, f"server memory grew from {rss_before:.0f} to {rss_during:.0f} MB"
+    assert abusers[2].received > 0, "the flooding client that does read was starved"
+    assert group.kept()
+    await group.stop()
+
+
+async def test_slow_senders_are_closed_and_idle_connections_expire(server_factory) -> None:
+    srv = server_factory(
+        "--topic", "t:6", "--request-frame-timeout-ms", "2000", "--connections-max-idle-ms", "3000"
+    )  # fmt: skip
+    group = Group(srv.bootstrap, "steady")
+    await group.start()
+    probe = start_probe(srv)
+    idle = socket.create_connection((srv.host, srv.port))
+    slow = Slowloris(srv.host, srv.port, count=200, every=0.5)
+    slow.start()
+    try:
+        await wait_for(lambda: slow.closed == 200, 20, "the server to close all 200 slow senders")
+        await hold(group, 1)
+        assert not await asyncio.to_thread(held_open, idle, 10), (
+            "an idle connection outlived the idle timeout"
+        )
+        await hold(group, SESSION_MS / 1000)  # the group's own connections are busy, so they stay
+    finally:
+        slow.stop()
+        idle.close()
+    check_probe(probe, "slowloris")
+    assert "request frame not complete after 2000 ms" in srv.log()
+    assert "idle for more than connections.max.idle.ms (3000)" in srv.log()
+    await group.stop()
+
+
+async def test_a_connection_flood_from_one_address_is_capped_per_ip(server_factory) -> None:
+    srv = server_factory("--topic", "t:6", "--max-connections-per-ip", "50")
+    group = Group(srv.bootstrap, "steady")
+    await group.start()
+    probe = start_probe(srv)
+    flood = ConnectionFlood(srv.host, srv.port, count=1000, source="127.0.0.2")
+    flood.start()
+    try:
+        await wait_for(lambda: len(flood.socks) >= 1000, 60, "the flood to open its connections")
+        await asyncio.sleep(0.5)
+        still = await asyncio.to_thread(flood.still_open)
+        assert still == 50, f"{still} flood connections kept open; max.connections.per.ip is 50"
+        await hold(group, SESSION_MS / 1000)
+        # other addresses are not limited by the flooder's count
+        assert await asyncio.to_thread(api_versions_ok, srv.host, srv.port)
+    finally:
+        flood.stop()
+    check_probe(probe, "connection flood")
+    assert "max.connections.per.ip (50) reached for 127.0.0.2" in srv.log()
+    await group.stop()
+
+
+async def test_max_connections_closes_connections_beyond_the_total(server_factory) -> None:
+    srv = server_factory("--max-connections", "5")
+    socks = [socket.create_connection((srv.host, srv.port)) for _ in range(5)]
+    extra = socket.create_connection((srv.host, srv.port))
+    try:
+        assert not await asyncio.to_thread(held_open, extra, 5), "a sixth connection was kept"
+        assert all(await asyncio.to_thread(lambda: [held_open(s, 0.05) for s in socks]))
+        socks.pop().close()
+        await asyncio.sleep(0.3)  # the server sees the close
+        assert await asyncio.to_thread(api_versions_ok, srv.host, srv.port), "a freed slot was not reusable"
+    finally:
+        extra.close()
+        for s in socks:
+            s.close()
+    assert "max.connections (5) reached" in srv.log()
