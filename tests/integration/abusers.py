@@ -69,6 +69,7 @@ class Probe(threading.Thread):
         self.ready = threading.Event()
         self.stop_event = threading.Event()
         self._corr = 0
+        self.pending_since: float | None = None  # perf_counter() of the heartbeat now unanswered, if any
 
     def _call(self, sock: socket.socket, api: int, body: object) -> object:
         self._corr += 1
@@ -108,8 +109,9 @@ class Probe(threading.Thread):
                 self.ready.set()
                 hb = HeartbeatRequest(group_id=self.group, generation_id=gen, member_id=me)
                 while not self.stop_event.wait(self.interval):
-                    t0 = time.perf_counter()
+                    t0 = self.pending_since = time.perf_counter()
                     resp = self._call(sock, HEARTBEAT, hb)
+                    self.pending_since = None
                     self.latencies.append(time.perf_counter() - t0)
                     self.errors.append(resp.error_code)  # type: ignore[attr-defined]
         except BaseException as exc:  # the test reads it

@@ -131,7 +131,7 @@ async def test_never_reading_and_flooding_clients_do_not_stall_the_group_or_grow
     )
     # the never-readers asked for far more answer bytes than the bound lets the server hold for them
     assert sent > 20_000, "the never-reading clients did not get to push much"
-    assert rss_during - rss_before < 100, f"server memory grew from {rss_before:.0f} to {rss_during:.0f} MB"
+    assert rss_during - rss_before < 30, f"server memory grew from {rss_before:.0f} to {rss_during:.0f} MB"
     assert abusers[2].received > 0, "the flooding client that does read was starved"
     assert group.kept()
     await group.stop()
