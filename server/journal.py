@@ -4,8 +4,8 @@
 so a reply never waits on the disk. Lines of one batch are written with one `write` call.
 
 The journal is a record of what happened, never a condition of answering: a failed write (a full disk, say)
-drops that batch, is logged once with its context (file, lines, error) until writes succeed again, and
-reopens a fresh file on the next batch. Lines waiting for the worker are capped at `max_pending`; beyond it
+drops that batch (the file is cut back to its last whole batch), is logged once with its context (file,
+lines, error) until writes succeed again, and the next batch starts a fresh file. Lines waiting for the worker are capped at `max_pending`; beyond it
 the oldest are dropped and counted, so a stalled disk cannot grow memory without bound.
 """
 
@@ -128,21 +128,29 @@ class Journal:
             try:
                 if self._file is None or self._file_size + len(data) > self.max_bytes:
                     self._rotate()
-                self._file.write(data)
-                self._file.flush()
+                view = memoryview(data)
+                while view:  # unbuffered: a short write (the disk filling up) is seen, not hidden
+                    view = view[self._file.write(view) :]
             except BaseException:
-                self._discard_file()  # its tail may be partial: the next batch starts a fresh file
+                self._discard_file()
                 raise
             self._file_size += len(data)
             self.lines_written += len(batch)
 
     def _discard_file(self) -> None:
+        """After a failed write: cut the file back to its last whole batch (a batch is on disk entirely or
+        not at all) and close it; the next batch starts a fresh file."""
         f, self._file = self._file, None
-        if f is not None:
-            try:
-                f.close()
-            except OSError:
-                pass  # a buffered tail that cannot be written is already counted as dropped
+        if f is None:
+            return
+        try:
+            os.ftruncate(f.fileno(), self._file_size)
+        except OSError as exc:
+            log.error("cannot cut a failed journal batch off", file=f.name, error=repr(exc))
+        try:
+            f.close()
+        except OSError:
+            pass  # nothing is buffered (the file is unbuffered)
 
     def _rotate(self) -> None:
         if self._file is not None:
@@ -153,7 +161,7 @@ class Journal:
             self._file_index += 1
             if not path.exists():
                 break
-        self._file = open(path, "ab")  # noqa: SIM115 - kept open across batches
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - kept open across batches
         self._file_size = 0
 
     async def close(self) -> None:
@@ -171,9 +179,9 @@ class Journal:
         with self._lock:
             if self._file is not None:
                 try:
-                    self._file.flush()
                     os.fsync(self._file.fileno())
                 except OSError as exc:
                     log.error("journal flush at shutdown failed", file=self._file_name, error=repr(exc))
-                self._discard_file()
+                self._file.close()
+                self._file = None
         self._executor.shutdown(wait=True)

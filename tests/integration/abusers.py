@@ -82,17 +82,21 @@ class Probe(threading.Thread):
         try:
             with socket.create_connection(self.addr, timeout=30) as sock:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                join = self._call(
-                    sock,
-                    JOIN,
-                    JoinGroupRequest(
-                        group_id=self.group,
-                        session_timeout_ms=self.session_ms,
-                        member_id="",
-                        protocol_type="consumer",
-                        protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
-                    ),
+                request = JoinGroupRequest(
+                    group_id=self.group,
+                    session_timeout_ms=self.session_ms,
+                    member_id="",
+                    protocol_type="consumer",
+                    protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
                 )
+                join = self._call(sock, JOIN, request)
+                for _ in range(
+                    100
+                ):  # COORDINATOR_LOAD_IN_PROGRESS: the listener opens before the state loads
+                    if join.error_code != 14:  # type: ignore[attr-defined]
+                        break
+                    time.sleep(0.1)
+                    join = self._call(sock, JOIN, request)
                 assert join.error_code == 0, join  # type: ignore[attr-defined]
                 gen, me = join.generation_id, join.member_id  # type: ignore[attr-defined]
                 sync = self._call(
