@@ -208,7 +208,10 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection", peer=f"{self.peer_host}:{self.peer_port}", reason=reason)
             self.closed = True
             if self.transport is not None:
-                self.transport.close()
+                if self._write_paused:
+                    self.transport.abort()  # close() would wait for a peer that does not read to drain it
+                else:
+                    self.transport.close()
 
     # -- reading state
 

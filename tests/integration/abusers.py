@@ -160,14 +160,15 @@ class Abuser(threading.Thread):
 class NeverReader(Abuser):
     """Pipelines all-topics Metadata requests as fast as the server takes them and never reads an answer."""
 
-    def __init__(self, host: str, port: int, batch: int = 512) -> None:
+    def __init__(self, host: str, port: int, batch: int = 512, source: str = "127.0.0.1") -> None:
         super().__init__("never-reader")
         self.addr = (host, port)
+        self.source = source
         self.block = all_topics_metadata_frame() * batch
         self.batch = batch
 
     def abuse(self) -> None:
-        with socket.create_connection(self.addr) as s:
+        with socket.create_connection(self.addr, source_address=(self.source, 0)) as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and reads nothing
             s.settimeout(0.2)
             while not self.stop_event.is_set():

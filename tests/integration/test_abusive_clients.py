@@ -34,10 +34,23 @@ SESSION_MS = 6000
 TOPIC_ARGS = ("--topic", "t:6", *(a for i in range(40) for a in ("--topic", f"filler-{i}:4")))
 
 
+_GROUPS: list[Group] = []
+
+
+@pytest.fixture(autouse=True)
+async def _stop_groups():  # type: ignore[no-untyped-def]
+    """Stops the consumers of a test that failed half-way (a passing test stops them itself)."""
+    yield
+    while _GROUPS:
+        await _GROUPS.pop().stop()
+
+
 class Group:
     """Two aiokafka consumers of topic t (6 partitions) that must keep their generation and partitions."""
 
     def __init__(self, bootstrap: str, group: str) -> None:
+        _GROUPS.append(self)
+        self.stopped = False
         self.consumers = [
             AIOKafkaConsumer(
                 "t",
@@ -72,8 +85,10 @@ class Group:
         return self._gens() == {self.generation} and exact_cover(self._owned(), {("t", p) for p in range(6)})
 
     async def stop(self) -> None:
-        for c in self.consumers:
-            await c.stop()
+        if not self.stopped:
+            self.stopped = True
+            for c in self.consumers:
+                await c.stop()
 
 
 async def hold(group: Group, seconds: float) -> None:
@@ -81,6 +96,11 @@ async def hold(group: Group, seconds: float) -> None:
     for _ in range(int(seconds / 0.25)):
         assert group.kept(), "the aiokafka group rebalanced while another client misbehaved"
         await asyncio.sleep(0.25)
+
+
+def full_log(srv) -> str:  # type: ignore[no-untyped-def]
+    """The whole server log (`srv.log()` keeps only its tail, which 200 closes push the rest out of)."""
+    return srv.log_path.read_text(errors="replace")
 
 
 def start_probe(srv) -> Probe:  # type: ignore[no-untyped-def]
@@ -158,8 +178,8 @@ async def test_slow_senders_are_closed_and_idle_connections_expire(server_factor
         slow.stop()
         idle.close()
     check_probe(probe, "slowloris")
-    assert "request frame not complete after 2000 ms" in srv.log()
-    assert "idle for more than connections.max.idle.ms (3000)" in srv.log()
+    assert "request frame not complete after 2000 ms" in full_log(srv)
+    assert "idle for more than connections.max.idle.ms (3000)" in full_log(srv)
     await group.stop()
 
 
@@ -181,7 +201,7 @@ async def test_a_connection_flood_from_one_address_is_capped_per_ip(server_facto
     finally:
         flood.stop()
     check_probe(probe, "connection flood")
-    assert "max.connections.per.ip (50) reached for 127.0.0.2" in srv.log()
+    assert "max.connections.per.ip (50) reached for 127.0.0.2" in full_log(srv)
     await group.stop()
 
 
@@ -199,4 +219,25 @@ async def test_max_connections_closes_connections_beyond_the_total(server_factor
         extra.close()
         for s in socks:
             s.close()
-    assert "max.connections (5) reached" in srv.log()
+    assert "max.connections (5) reached" in full_log(srv)
+
+
+async def test_a_never_reader_stalled_past_the_idle_timeout_is_dropped_and_its_slot_freed(
+    server_factory,
+) -> None:
+    srv = server_factory("--connections-max-idle-ms", "2000", "--max-connections-per-ip", "1")
+    stalled = NeverReader(srv.host, srv.port, source="127.0.0.2")
+    stalled.start()
+    try:
+        await wait_for(
+            lambda: "idle for more than connections.max.idle.ms" in full_log(srv), 20, "the idle close"
+        )
+
+        def slot_free() -> bool:
+            # the per-IP count drops only once the connection is really gone, unsent replies and all
+            with socket.create_connection((srv.host, srv.port), source_address=("127.0.0.2", 0)) as s:
+                return held_open(s, 0.3)
+
+        await wait_for(lambda: slot_free(), 10, "127.0.0.2's only connection slot to be free again")
+    finally:
+        stalled.stop()
