@@ -37,7 +37,7 @@ WRITE_HIGH = 256 * 1024  # unsent reply bytes at which the transport calls pause
 WRITE_LOW = 64 * 1024  # ... and the level it must drain to before resume_writing
 SLICE_FRAMES = 64  # at most this many requests handled per callback before yielding to the loop
 SLICE_BYTES = 256 * 1024  # ... or this many reply bytes
-SLICE_SECONDS = 0.002  # ... or this much time
+SLICE_SECONDS = 0.001  # ... or this much time (one all-topics Metadata of 800 partitions takes ~4 ms)
 
 
 @dataclass(frozen=True)
