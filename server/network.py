@@ -216,10 +216,12 @@ class Connection(asyncio.Protocol):
     # -- reading state
 
     def _set_reading(self) -> None:
-        """Read unless the peer's replies are backed up or too much is buffered unhandled."""
+        """Read unless the peer's replies are backed up, or too much is buffered behind a request we are busy
+        with. A single frame still arriving is always read, however large (up to socket.request.max.bytes)."""
         if self.closed or self.transport is None:
             return
-        pause = self._write_paused or len(self._buf) > _PAUSE_AT
+        busy = self.in_flight is not None or self._scheduled
+        pause = self._write_paused or (busy and len(self._buf) > _PAUSE_AT)
         if pause and not self.reading_paused:
             self.reading_paused = True
             self.transport.pause_reading()

@@ -241,3 +241,26 @@ async def test_a_never_reader_stalled_past_the_idle_timeout_is_dropped_and_its_s
         await wait_for(lambda: slot_free(), 10, "127.0.0.2's only connection slot to be free again")
     finally:
         stalled.stop()
+
+
+async def test_one_request_frame_larger_than_the_read_pause_bound_is_read_and_answered(
+    server_factory,
+) -> None:
+    """Reading pauses only behind requests being handled; a lone 3 MB Produce frame must still arrive whole
+    (and get the server's MESSAGE_TOO_LARGE for its 3 MB batch, not a client-side timeout)."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import MessageSizeTooLargeError
+
+    srv = server_factory("--topic", "big:1")
+    producer = AIOKafkaProducer(
+        bootstrap_servers=srv.bootstrap, max_request_size=8 << 20, request_timeout_ms=15000, acks=1
+    )
+    await producer.start()
+    try:
+        with pytest.raises(MessageSizeTooLargeError):
+            await producer.send_and_wait("big", b"x" * (3 << 20), partition=0)
+        # and the connection still serves the next, normal request
+        meta = await producer.send_and_wait("big", b"small", partition=0)
+        assert meta.offset == 0
+    finally:
+        await producer.stop()
