@@ -264,6 +264,7 @@ class ConnectionFlood(Abuser):
         super().__init__("connection-flood")
         self.addr, self.count, self.source = (host, port), count, source
         self.socks: list[socket.socket] = []
+        self.opened = threading.Event()  # every connection attempt has been made
 
     def abuse(self) -> None:
         for _ in range(self.count):
@@ -275,6 +276,7 @@ class ConnectionFlood(Abuser):
                 )
             except OSError:
                 continue
+        self.opened.set()
         self.stop_event.wait()
         for s in self.socks:
             s.close()
