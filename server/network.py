@@ -105,6 +105,9 @@ class ConnectionGuard:
             waiting = conn.in_flight is None and not conn.reading_paused  # we are reading its next frame
             if waiting and conn.frame_started is not None and now - conn.frame_started > frame:
                 conn.close(f"request frame not complete after {self.limits.frame_timeout_ms} ms")
+            elif conn.activity != conn.seen_activity:  # traffic since the last sweep
+                conn.seen_activity = conn.activity
+                conn.last_active = now
             elif conn.in_flight is None and now - conn.last_active > idle:
                 conn.close(f"idle for more than connections.max.idle.ms ({self.limits.idle_ms})")
         if self.conns:
@@ -126,6 +129,7 @@ class Connection(asyncio.Protocol):
         "_max_frame",
         "_scheduled",
         "_write_paused",
+        "activity",
         "closed",
         "frame_started",
         "in_flight",
@@ -133,6 +137,7 @@ class Connection(asyncio.Protocol):
         "peer_host",
         "peer_port",
         "reading_paused",
+        "seen_activity",
         "transport",
     )
 
@@ -151,6 +156,10 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer_host = ""
         self.peer_port = 0
+        # idle detection: a counter bumped on traffic (cheaper than a clock read per read); the sweep turns
+        # a change into `last_active`
+        self.activity = 0
+        self.seen_activity = 0
         self.last_active = self._clock()
         self.frame_started: float | None = None  # when the current partial frame began (or reading resumed)
 
@@ -187,7 +196,7 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        self.last_active = self._clock()
+        self.activity += 1
         if self.closed:
             return
         self._set_reading()
@@ -195,7 +204,7 @@ class Connection(asyncio.Protocol):
             self._schedule()
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = self._clock()
+        self.activity += 1
         buf = self._buf
         buf += data
         if self.in_flight is None and not self._scheduled and not self._write_paused:
@@ -290,13 +299,14 @@ class Connection(asyncio.Protocol):
                     self.frame_started = None
                 elif handled or self.frame_started is None:
                     self.frame_started = self._clock()
-                self._set_reading()
+                if self.reading_paused or self._write_paused or len(buf) > _PAUSE_AT:
+                    self._set_reading()
 
     def _answered(self, fut: asyncio.Future) -> None:
         self.in_flight = None
         if self.closed or fut.cancelled():
             return
-        self.last_active = self._clock()
+        self.activity += 1
         exc = fut.exception()
         if exc is not None:
             log.error("request failed", error=repr(exc), peer=f"{self.peer_host}:{self.peer_port}")
