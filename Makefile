@@ -46,6 +46,7 @@ bench: setup
 	$(BIN)/python bench/data_plane.py
 	$(BIN)/python bench/log.py
 	$(BIN)/python bench/assignors.py
+	$(BIN)/python bench/abuse.py
 
 bench-report: setup
 	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000

@@ -16,7 +16,7 @@ from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
 from groupcoord.server.log.manager import LogManager
-from groupcoord.server.network import Connection
+from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.base import StateStore
@@ -70,6 +70,7 @@ class Broker:
         self.ops: Ops | None = None
         self._server: asyncio.base_events.Server | None = None
         self._cleanup: asyncio.TimerHandle | None = None
+        self.guard: ConnectionGuard | None = None
 
     async def start(self) -> None:
         cfg = self.config
@@ -94,9 +95,17 @@ class Broker:
             self.dispatcher.observer = self.ops
             self.runtime.listener = self.ops.on_event
             await self.ops.start(cfg.metrics_host, cfg.metrics_port)
+        limits = NetworkLimits(
+            max_frame=cfg.socket_request_max_bytes,
+            idle_ms=cfg.connections_max_idle_ms,
+            frame_timeout_ms=cfg.request_frame_timeout_ms,
+            max_per_ip=cfg.max_connections_per_ip,
+            max_total=cfg.max_connections,
+        )
+        guard = self.guard = ConnectionGuard(limits, self.loop)
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
         self._server = await self.loop.create_server(
-            lambda: Connection(self.dispatcher, cfg.socket_request_max_bytes),
+            lambda: Connection(self.dispatcher, guard),
             cfg.host,
             cfg.port,
             reuse_address=True,
@@ -157,6 +166,8 @@ class Broker:
                 await self.loaded
         if self._cleanup is not None:
             self._cleanup.cancel()
+        if self.guard is not None:
+            self.guard.close()
         for conn in list(self.dispatcher.connections):
             if conn.transport is not None:
                 conn.transport.close()

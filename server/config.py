@@ -32,6 +32,10 @@ class ServerConfig:
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
     socket_request_max_bytes: int = 104857600
+    connections_max_idle_ms: int = 600000
+    request_frame_timeout_ms: int = 30000
+    max_connections_per_ip: int = 2**31 - 1
+    max_connections: int = 2**31 - 1
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     topics: tuple[tuple[str, int], ...] = field(default_factory=tuple)
@@ -125,6 +129,27 @@ _OPTIONS: list[tuple[str, object, str]] = [
         int,
         "largest request frame accepted; larger closes the connection (default 104857600)",
     ),
+    (
+        "--connections-max-idle-ms",
+        int,
+        "close a connection after this long without traffic (Kafka's connections.max.idle.ms; default 600000)",
+    ),
+    (
+        "--request-frame-timeout-ms",
+        int,
+        "close a connection whose started request frame has not fully arrived after this long (groupcoord's "
+        "own guard against slow senders; default 30000)",
+    ),
+    (
+        "--max-connections-per-ip",
+        int,
+        "most connections from one client address; more are closed at once (default 2147483647)",
+    ),
+    (
+        "--max-connections",
+        int,
+        "most client connections in total; more are closed at once (default 2147483647)",
+    ),
     ("--auto-create-topics-enable", _bool, "create unknown topics named in Metadata requests (default true)"),
     ("--num-partitions", int, "partitions of auto-created topics (default 1)"),
     ("--storage", str, "disk (durable, the default) or memory (nothing survives a restart)"),
@@ -212,6 +237,14 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--offsets-retention-minutes must be at least 1")
     if not 0 <= cfg.metrics_port <= 65535:
         problems.append("--metrics-port must be 0 (off) or a port number")
+    for flag, value in (
+        ("--connections-max-idle-ms", cfg.connections_max_idle_ms),
+        ("--request-frame-timeout-ms", cfg.request_frame_timeout_ms),
+        ("--max-connections-per-ip", cfg.max_connections_per_ip),
+        ("--max-connections", cfg.max_connections),
+    ):
+        if value < 1:
+            problems.append(f"{flag} must be at least 1")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
     for name, parts in cfg.topics:

@@ -2,6 +2,11 @@
 
 `append` only adds to an in-memory batch; a flush runs at most every `interval` seconds in a worker thread,
 so a reply never waits on the disk. Lines of one batch are written with one `write` call.
+
+The journal is a record of what happened, never a condition of answering: a failed write (a full disk, say)
+drops that batch (the file is cut back to its last whole batch), is logged once with its context (file,
+lines, error) until writes succeed again, and the next batch starts a fresh file. Lines waiting for the worker are capped at `max_pending`; beyond it
+the oldest are dropped and counted, so a stalled disk cannot grow memory without bound.
 """
 
 from __future__ import annotations
@@ -25,7 +30,11 @@ FIELDS = (EVENT_KEYS[0], "seq", *EVENT_KEYS[1:])  # ts, seq, group, event, ...
 
 class Journal:
     def __init__(
-        self, directory: Path | None, max_bytes: int = 64 * 1024 * 1024, interval: float = 0.2
+        self,
+        directory: Path | None,
+        max_bytes: int = 64 * 1024 * 1024,
+        interval: float = 0.2,
+        max_pending: int = 1_000_000,
     ) -> None:
         self.directory = directory
         self.max_bytes = max_bytes
@@ -42,6 +51,10 @@ class Journal:
         self._flushing: asyncio.Future | None = None
         self._start_ms = 0
         self.lines_written = 0
+        self.max_pending = max_pending
+        self.lines_dropped = 0  # lost to failed writes or to the pending cap
+        self.failing: str | None = None  # the error of the current run of failed writes, if any
+        self._dropped_in_failure = 0
 
     def open(self, start_ms: int) -> None:
         self._start_ms = start_ms
@@ -55,6 +68,11 @@ class Journal:
         event["seq"] = self._seq
         line = json.dumps({k: event.get(k) for k in FIELDS}, separators=(",", ":"))
         self._pending.append(line)
+        if len(self._pending) > self.max_pending:
+            drop = len(self._pending) - self.max_pending
+            del self._pending[:drop]
+            self.lines_dropped += drop
+            self._dropped_in_failure += drop
         if self._flush_handle is None:
             loop = asyncio.get_running_loop()
             self._flush_handle = loop.call_later(self.interval, self._schedule_flush)
@@ -63,19 +81,76 @@ class Journal:
         self._flush_handle = None
         if not self._pending:
             return
+        if self._flushing is not None and not self._flushing.done():
+            # the previous batch is still on its way to the disk: try again later, keeping order
+            self._flush_handle = asyncio.get_running_loop().call_later(self.interval, self._schedule_flush)
+            return
         batch, self._pending = self._pending, []
         loop = asyncio.get_running_loop()
-        self._flushing = loop.run_in_executor(self._executor, self._write, batch)
+        fut = loop.run_in_executor(self._executor, self._write, batch)
+        fut.add_done_callback(lambda f: self._written(f, len(batch)))
+        self._flushing = fut
+
+    def _written(self, fut: asyncio.Future, lines: int) -> None:
+        """Log the first failure of a run of failed writes with its context, and the recovery; never raise."""
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is None:
+            if self.failing is not None:
+                log.warning(
+                    "journal writes succeed again",
+                    lines_dropped=self._dropped_in_failure,
+                    previous_error=self.failing,
+                )
+                self.failing = None
+                self._dropped_in_failure = 0
+            return
+        self.lines_dropped += lines
+        self._dropped_in_failure += lines
+        if self.failing is None:
+            self.failing = repr(exc)
+            log.error(
+                "journal write failed; dropping events until writes succeed again",
+                directory=str(self.directory),
+                file=self._file_name,
+                lines=lines,
+                error=repr(exc),
+            )
+
+    @property
+    def _file_name(self) -> str | None:
+        return getattr(self._file, "name", None)
 
     def _write(self, batch: list[str]) -> None:
         data = ("\n".join(batch) + "\n").encode()
         with self._lock:
-            if self._file is None or self._file_size + len(data) > self.max_bytes:
-                self._rotate()
-            self._file.write(data)
-            self._file.flush()
+            try:
+                if self._file is None or self._file_size + len(data) > self.max_bytes:
+                    self._rotate()
+                view = memoryview(data)
+                while view:  # unbuffered: a short write (the disk filling up) is seen, not hidden
+                    view = view[self._file.write(view) :]
+            except BaseException:
+                self._discard_file()
+                raise
             self._file_size += len(data)
             self.lines_written += len(batch)
+
+    def _discard_file(self) -> None:
+        """After a failed write: cut the file back to its last whole batch (a batch is on disk entirely or
+        not at all) and close it; the next batch starts a fresh file."""
+        f, self._file = self._file, None
+        if f is None:
+            return
+        try:
+            os.ftruncate(f.fileno(), self._file_size)
+        except OSError as exc:
+            log.error("cannot cut a failed journal batch off", file=f.name, error=repr(exc))
+        try:
+            f.close()
+        except OSError:
+            pass  # nothing is buffered (the file is unbuffered)
 
     def _rotate(self) -> None:
         if self._file is not None:
@@ -86,7 +161,7 @@ class Journal:
             self._file_index += 1
             if not path.exists():
                 break
-        self._file = open(path, "ab")  # noqa: SIM115 - kept open across batches
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - kept open across batches
         self._file_size = 0
 
     async def close(self) -> None:
@@ -95,14 +170,18 @@ class Journal:
             self._flush_handle.cancel()
             self._flush_handle = None
         if self._flushing is not None:
-            await self._flushing
+            await asyncio.gather(self._flushing, return_exceptions=True)  # failures were logged by _written
         if self._pending:
             batch, self._pending = self._pending, []
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._write, batch)
+            fut = asyncio.get_running_loop().run_in_executor(self._executor, self._write, batch)
+            fut.add_done_callback(lambda f: self._written(f, len(batch)))
+            await asyncio.gather(fut, return_exceptions=True)
         with self._lock:
             if self._file is not None:
-                self._file.flush()
-                os.fsync(self._file.fileno())
+                try:
+                    os.fsync(self._file.fileno())
+                except OSError as exc:
+                    log.error("journal flush at shutdown failed", file=self._file_name, error=repr(exc))
                 self._file.close()
                 self._file = None
         self._executor.shutdown(wait=True)

@@ -59,6 +59,8 @@ class GroupRuntime:
         self.loading = False
         #: told about every group event after the journal (the metrics in `groupcoord.server.ops`)
         self.listener: Callable[[dict], None] | None = None
+        self.write_failing: str | None = None  # the error of the current run of failed state writes
+        self.failed_writes = 0  # failed state writes in the current run
 
     # -- entry points
 
@@ -138,8 +140,10 @@ class GroupRuntime:
                     self._sync_store.write_now(effects.records)
                     ok = True
                 except Exception as exc:
-                    log.error("state write failed", error=repr(exc))
+                    self._write_failed(group_id, effects, exc)
                     ok = False
+                else:
+                    self._write_succeeded()
                 self._finish(group_id, effects, ok)
             else:
                 if group_id is not None:
@@ -151,17 +155,52 @@ class GroupRuntime:
             self._finish(group_id, effects, True)
 
     async def _persist(self, group_id: str | None, effects: Effects) -> None:
+        """Write, then apply the outcome. A failed write reaches the waiting requests as the machine's
+        persist error code (COORDINATOR_NOT_AVAILABLE); nothing here may raise out of the task, where it
+        would only surface as an unretrieved task exception and leave the group's mailbox stuck."""
         try:
             await self.store.write(effects.records)
             ok = True
         except Exception as exc:
-            log.error("state write failed", group=group_id, error=repr(exc))
+            self._write_failed(group_id, effects, exc)
             ok = False
+        else:
+            self._write_succeeded()
         if group_id is not None:
             self._box(group_id).busy = False
-        self._finish(group_id, effects, ok)
+        try:
+            self._finish(group_id, effects, ok)
+        except Exception as exc:
+            log.exception("applying the outcome of a state write failed", group=group_id, write_ok=ok)
+            for token, _ in effects.replies:
+                if not token.done():  # type: ignore[attr-defined]
+                    token.set_exception(exc)  # type: ignore[attr-defined]  # the connection closes, logged
         if group_id is not None:
             self._drain(group_id)
+
+    def _write_failed(self, group_id: str | None, effects: Effects, exc: BaseException) -> None:
+        """Log the first failure of a run with its context; later ones only count (a full disk fails every
+        write, and one line per heartbeat-driven write would flood the log)."""
+        self.failed_writes += 1
+        if self.write_failing is None:
+            self.write_failing = repr(exc)
+            log.error(
+                "state write failed; waiting requests get COORDINATOR_NOT_AVAILABLE until writes succeed again",
+                group=group_id,
+                records=len(effects.records),
+                waiting_requests=len(effects.replies),
+                error=repr(exc),
+            )
+
+    def _write_succeeded(self) -> None:
+        if self.write_failing is not None:
+            log.warning(
+                "state writes succeed again",
+                failed_writes=self.failed_writes,
+                previous_error=self.write_failing,
+            )
+            self.write_failing = None
+            self.failed_writes = 0
 
     def _finish(self, group_id: str | None, effects: Effects, ok: bool) -> None:
         if effects.after_persist is not None:
