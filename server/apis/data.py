@@ -26,6 +26,7 @@ from groupcoord.protocol.messages import init_producer_id as ip
 from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
+from groupcoord.server.apis.topic_rules import check_partition_assignments
 from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
@@ -45,6 +46,10 @@ async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceRes
         for p in t.partition_data:
             if req.transactional_id is not None:
                 jobs.append(_failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS))
+            elif ctx.broker.topics.is_internal(t.name):
+                jobs.append(
+                    _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {t.name}")
+                )
             elif p.records is None:
                 jobs.append(_failed(ErrorCode.CORRUPT_MESSAGE, "null records"))
             else:
@@ -199,15 +204,26 @@ def delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> Any:
 
 async def _delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> dt.DeleteTopicsResponse:
     logs = ctx.broker.logs
+    topics = ctx.broker.topics
     if ctx.version >= 6:
         targets = []
         for t in req.topics:
-            info = logs.topic(t.name) if t.name is not None else logs.topic_by_id(t.topic_id)
+            info = topics.get(t.name) if t.name is not None else topics.by_id(t.topic_id)
             targets.append((t.name, t.topic_id, info))
     else:
-        targets = [(name, None, logs.topic(name)) for name in req.topic_names]
+        targets = [(name, None, topics.get(name)) for name in req.topic_names]
     results = []
     for name, topic_id, info in targets:
+        if info is not None and topics.is_internal(info.name):
+            results.append(
+                dt.DeletableTopicResult(
+                    name=info.name,
+                    topic_id=info.topic_id if ctx.version >= 6 else _zero(),
+                    error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    error_message=f"Cannot delete internal topic {info.name}" if ctx.version >= 5 else None,
+                )
+            )
+            continue
         if info is None:
             code = (
                 ErrorCode.UNKNOWN_TOPIC_ID
@@ -245,17 +261,39 @@ def create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> A
 async def _create_partitions(
     ctx: RequestContext, req: cp.CreatePartitionsRequest
 ) -> cp.CreatePartitionsResponse:
+    """Kafka's `ReplicationControlManager.createPartitions` checks, in its order; manual assignments must
+    name this node once per new partition (replication factor 1)."""
     logs = ctx.broker.logs
+    node = ctx.broker.config.node_id
     results = []
     for t in req.topics:
         code, message = ErrorCode.NONE, None
         info = logs.topic(t.name)
-        if t.assignments:
-            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "manual replica assignment is not supported"
+        refused = None
+        if info is not None and t.assignments is not None and t.count > info.partitions:
+            refused = check_partition_assignments(
+                t.count - info.partitions, [a.broker_ids for a in t.assignments], node
+            )
+        if ctx.broker.topics.is_internal(t.name):
+            code, message = (
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Cannot add partitions to internal topic {t.name}",
+            )
         elif info is None:
-            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {t.name!r}"
-        elif t.count <= info.partitions:
-            code, message = ErrorCode.INVALID_PARTITIONS, f"topic has {info.partitions} partitions already"
+            code, message = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            )
+        elif t.count == info.partitions:
+            code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.partitions} partition(s)."
+        elif t.count < info.partitions:
+            code, message = (
+                ErrorCode.INVALID_PARTITIONS,
+                f"The topic {t.name} currently has {info.partitions} partition(s); {t.count} would not be an "
+                "increase.",
+            )
+        elif refused is not None:
+            code, message = refused
         elif not req.validate_only:
             try:
                 await logs.create_partitions(t.name, t.count)
