@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
-from groupcoord.server.apis.groups import _parked
+from groupcoord.server.apis.groups import parked
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.dispatch import then
 
@@ -99,7 +99,14 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         topics=tuple(accepted),
     )
     machine = ctx.broker.machine
-    return then(_parked(ctx, req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now)), respond)
+    failed = m.OffsetCommitResult(
+        tuple(
+            (topic, tuple((p.partition, int(ErrorCode.UNKNOWN_SERVER_ERROR)) for p in parts))
+            for topic, parts in accepted
+        )
+    )
+    call = parked(ctx, req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now), lambda: failed)
+    return then(call, respond)
 
 
 def _fetch_one(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> Any:
