@@ -136,6 +136,31 @@ class GroupRuntime:
         )
         self._apply(group_id, effects)
 
+    def call_global(self, step: Step) -> Any:
+        """Run a step that spans groups (DeleteGroups, offset expiry); its writes are not serialised per group.
+
+        When the step writes records to an asynchronous store the result comes back as a future resolved
+        once the write is durable, so a DeleteGroups answer never precedes its tombstones.
+        """
+        result, effects = step(wall_ms())
+        if not effects:
+            return result
+        if effects.records and not self._sync_store:
+            fut = self.loop.create_future()
+            inner = effects.after_persist
+
+            def after(ok: bool, now: int) -> Effects | None:
+                more = inner(ok, now) if inner is not None else None
+                if not fut.done():
+                    fut.set_result(result)
+                return more
+
+            effects.after_persist = after
+            self._apply(None, effects)
+            return fut
+        self._apply(None, effects)
+        return result
+
     def _timer_fired(self, key: Hashable) -> None:
         group_id = key[1]  # type: ignore[index]
         machine = self.machine
