@@ -28,10 +28,13 @@ from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
 from groupcoord.server.apis.topic_rules import check_partition_assignments
 from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.manager import OffsetResult, ReadResult
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
 
+EMPTY_PARTITION = ReadResult(ErrorCode.NONE, b"", 0, 0, 0)
+OUT_OF_RANGE = ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, b"", 0, 0, 0)
 NO_TRANSACTIONS = "groupcoord has no transaction coordinator: transactional producers are not supported"
 
 
@@ -94,6 +97,7 @@ def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Any:
 
 async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
     logs = ctx.broker.logs
+    topics = ctx.broker.topics
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     wanted = [(t.topic, p) for t in req.topics for p in t.partitions]
@@ -103,7 +107,11 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
         parts: list[tuple[str, fe.PartitionData]] = []
         for topic, p in wanted:
             limit = min(p.partition_max_bytes, budget)
-            r = logs.read(topic, p.partition, p.fetch_offset, max(limit, 0), min_one=total == 0)
+            if topics.is_internal(topic) and topics.has_partition(topic, p.partition):
+                # __consumer_offsets has no log here (docs/differences.md): an empty partition
+                r = EMPTY_PARTITION if p.fetch_offset == 0 else OUT_OF_RANGE
+            else:
+                r = logs.read(topic, p.partition, p.fetch_offset, max(limit, 0), min_one=total == 0)
             records = r.records
             total += len(records)
             budget -= len(records)
@@ -125,7 +133,11 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
         errors = any(pd.error_code for _, pd in parts)
         if total >= req.min_bytes or remaining <= 0 or errors or not wanted:
             break
-        await logs.wait_for_data([(t, p.partition) for t, p in wanted], remaining)
+        logged = [(t, p.partition) for t, p in wanted if not topics.is_internal(t)]
+        if not logged:  # nothing can arrive: wait out max_wait_ms without spinning
+            await asyncio.sleep(remaining)
+            continue
+        await logs.wait_for_data(logged, remaining)
     grouped: dict[str, list[fe.PartitionData]] = {}
     for topic, pd in parts:
         grouped.setdefault(topic, []).append(pd)
@@ -148,7 +160,12 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            r = await logs.list_offsets(t.name, p.partition_index, p.timestamp)
+            if ctx.broker.topics.is_internal(t.name) and ctx.broker.topics.has_partition(
+                t.name, p.partition_index
+            ):
+                r = OffsetResult(ErrorCode.NONE, 0, -1)  # an empty log: every offset query answers 0
+            else:
+                r = await logs.list_offsets(t.name, p.partition_index, p.timestamp)
             parts.append(
                 lo.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
@@ -184,7 +201,13 @@ def offset_for_leader_epoch(
         parts = []
         for p in t.partitions:
             plog = logs.partition(t.topic, p.partition)
-            if plog is None:
+            if ctx.broker.topics.is_internal(t.topic) and ctx.broker.topics.has_partition(
+                t.topic, p.partition
+            ):
+                parts.append(
+                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=0)
+                )
+            elif plog is None:
                 parts.append(
                     ol.EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition)
                 )

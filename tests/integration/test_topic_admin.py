@@ -271,3 +271,42 @@ def test_delete_of_a_topic_with_a_long_name_is_answered_and_leaves_nothing(
         a.close()
     assert name not in partition_counts(groupcoord_server)
     assert [p.name for p in topics_dir.iterdir() if p.name.startswith("long-")] == []
+
+
+async def test_consuming_consumer_offsets_sees_an_empty_topic(groupcoord_server) -> None:
+    """Its records are not exposed (docs/differences.md): a consumer assigned to it gets no records and no
+    errors, its end offset is 0, and a long-poll Fetch on it alone is answered (after max_wait_ms)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    from groupcoord.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+
+    tp = TopicPartition(OFFSETS, 3)
+    consumer = AIOKafkaConsumer(bootstrap_servers=groupcoord_server.bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        consumer.assign([tp])
+        batches = await consumer.getmany(timeout_ms=1000)
+        assert batches == {} or all(not records for records in batches.values())
+        assert await consumer.position(tp) == 0
+        assert (await consumer.end_offsets([tp]))[tp] == 0
+    finally:
+        await consumer.stop()
+    raw = RawClient(groupcoord_server.host, groupcoord_server.port)
+    try:
+        fetch = FetchRequest(
+            replica_id=-1,
+            max_wait_ms=300,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=(
+                FetchTopic(
+                    topic=OFFSETS,
+                    partitions=(FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),),
+                ),
+            ),
+        )
+        r = raw.request(1, 12, fetch)
+        (part,) = r.responses[0].partitions
+        assert (part.error_code, part.high_watermark, part.records or b"") == (0, 0, b"")
+    finally:
+        raw.close()
