@@ -52,7 +52,20 @@ def response_header_version(api_key: int, api_version: int) -> int:
 
 
 def decode_request(frame: bytes) -> tuple[RequestHeader, Any]:
-    """Header and body of a request frame; the API and version must be ones the codec declares."""
+    """Header and body of a request frame; the API and version must be ones the codec declares.
+
+    Bytes after the last field of the version are ignored, as Kafka's request parser does.
+    """
+    header, body, _ = decode_request_counted(frame)
+    return header, body
+
+
+def decode_request_counted(frame: bytes) -> tuple[RequestHeader, Any, int]:
+    """`decode_request` plus the number of bytes after the body's last field, which were ignored.
+
+    Kafka's `AbstractRequest.parseRequest` reads the fields of the version and never checks that the buffer
+    is used up; clients rely on it (librdkafka 2.12-2.16 pads its all-topics Metadata v12 with 3 bytes).
+    """
     api_key, api_version, correlation_id = peek(frame)
     cls = REQUESTS.get(api_key)
     if cls is None:
@@ -72,11 +85,12 @@ def decode_request(frame: bytes) -> tuple[RequestHeader, Any]:
             header = RequestHeader(api_key, api_version, correlation_id, client_id)
             stream = io.BytesIO(frame)
             stream.seek(pos + 1 if flexible else pos)
-            return header, decode_from(cls, stream, api_version, len(frame))
+            body = decode_from(cls, stream, api_version, len(frame), strict=False)
+            return header, body, len(frame) - stream.tell()
     stream = io.BytesIO(frame)
     header = decode_from_partial(RequestHeader, stream, request_header_version(api_key, api_version))
-    body = decode_from(cls, stream, api_version, len(frame))
-    return header, body
+    body = decode_from(cls, stream, api_version, len(frame), strict=False)
+    return header, body, len(frame) - stream.tell()
 
 
 def decode_from_partial(cls: type, stream: io.BytesIO, version: int) -> Any:

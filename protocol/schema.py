@@ -418,8 +418,13 @@ def codec(cls: type, version: int) -> Codec:
     return c
 
 
-def decode_from(cls: type, stream: _io.BytesIO, version: int, total: int) -> Any:
-    """Decode one message from `stream` (positioned at its start), requiring every byte up to `total`."""
+def decode_from(cls: type, stream: _io.BytesIO, version: int, total: int, strict: bool = True) -> Any:
+    """Decode one message from `stream` (positioned at its start).
+
+    `strict` requires every byte up to `total` to be used. Request bodies are decoded with `strict=False`:
+    Kafka's request parser reads the fields of the version and ignores whatever follows (librdkafka 2.12+
+    sends an all-topics Metadata v12 with 3 bytes to spare), so the caller counts the rest instead.
+    """
     start = stream.tell()
     try:
         c = codec(cls, version)
@@ -430,7 +435,7 @@ def decode_from(cls: type, stream: _io.BytesIO, version: int, total: int) -> Any
     except Exception as exc:  # the codec's contract: nothing but DecodeError escapes
         reason = str(exc) or type(exc).__name__
         raise DecodeError(cls.__name__, version, stream.tell() - start, reason) from None
-    if stream.tell() != total:
+    if strict and stream.tell() != total:
         raise DecodeError(
             cls.__name__, version, stream.tell() - start, f"{total - stream.tell()} trailing bytes"
         )

@@ -82,7 +82,7 @@ class Broker:
         flush = "always" if cfg.log_flush == "acks-all" else "never"
         self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
         await self.logs.open()
-        self.topics = Topics(self.logs)
+        self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
         for name, partitions in cfg.topics:
             if self.topics.get(name) is None:
                 await self.topics.create(name, partitions)

@@ -38,6 +38,7 @@ class ServerConfig:
     max_connections: int = 2**31 - 1
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
+    offsets_topic_num_partitions: int = 50
     topics: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     storage: str = "disk"
     log_flush: str = "acks-all"
@@ -152,6 +153,11 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ),
     ("--auto-create-topics-enable", _bool, "create unknown topics named in Metadata requests (default true)"),
     ("--num-partitions", int, "partitions of auto-created topics (default 1)"),
+    (
+        "--offsets-topic-num-partitions",
+        int,
+        "partitions the internal __consumer_offsets topic is listed with in Metadata (default 50)",
+    ),
     ("--storage", str, "disk (durable, the default) or memory (nothing survives a restart)"),
     (
         "--log-flush",
@@ -247,6 +253,8 @@ def _validate(cfg: ServerConfig) -> None:
             problems.append(f"{flag} must be at least 1")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
+    if cfg.offsets_topic_num_partitions < 1:
+        problems.append("--offsets-topic-num-partitions must be at least 1")
     for name, parts in cfg.topics:
         if parts < 1:
             problems.append(f"--topic {name}: give NAME:PARTITIONS with PARTITIONS >= 1")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from groupcoord.protocol.api import SUPPORTED, ApiKey
-from groupcoord.protocol.codec import decode_request, encode_response, peek
+from groupcoord.protocol.codec import decode_request_counted, encode_response, peek
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 from groupcoord.protocol.messages import RESPONSES
 from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
@@ -111,6 +111,9 @@ class Dispatcher:
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
         self.connections: set[Connection] = set()
         self.while_loading: dict[int, Handler] = {}
+        # requests that carried bytes after their last field (ignored, as Kafka does) and how many bytes
+        self.requests_with_ignored_bytes = 0
+        self.ignored_request_bytes = 0
         self.api_versions_table = tuple(
             ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
@@ -132,10 +135,12 @@ class Dispatcher:
         if not lo <= version <= hi:
             return self._unsupported(conn, api_key, version, correlation_id, lo, hi)
         try:
-            header, request = decode_request(frame)
+            header, request, ignored = decode_request_counted(frame)
         except DecodeError as exc:
             conn.close(str(exc))
             return None
+        if ignored:
+            self._ignored(conn, api_key, version, frame, ignored)
         ctx = RequestContext(self.broker, conn, api_key, version, correlation_id, header.client_id)
         if self.broker.loading:
             handler = self.while_loading.get(api_key, handler)
@@ -178,6 +183,19 @@ class Dispatcher:
             log.exception("cannot encode response", api_key=api_key, version=version)
             conn.close("internal error")
             return None
+
+    def _ignored(self, conn: Connection, api_key: int, version: int, frame: bytes, ignored: int) -> None:
+        """Count and log (debug) the bytes after a request's last field: Kafka ignores them silently."""
+        self.requests_with_ignored_bytes += 1
+        self.ignored_request_bytes += ignored
+        log.debug(
+            "ignored bytes after the request's last field",
+            api_key=api_key,
+            version=version,
+            ignored=ignored,
+            frame_tail=frame[-16:].hex(),
+            peer=f"{conn.peer_host}:{conn.peer_port}",
+        )
 
     def _unsupported(
         self, conn: Connection, api_key: int, version: int, correlation_id: int, lo: int, hi: int

@@ -18,15 +18,25 @@ from typing import Any
 
 import structlog
 
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.records import GroupMetadataValue, GroupRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
-from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
+from groupcoord.server.coordinator.types import (
+    CancelTimer,
+    Effects,
+    JoinGroupResult,
+    ScheduleTimer,
+    SyncGroupResult,
+)
 from groupcoord.server.journal import Journal
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
 from groupcoord.server.timers import TimerService, wall_ms
 
 log = structlog.get_logger("groupcoord.coordinator")
+UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 Step = Callable[[int], tuple[Any, Effects | None]]  # now_ms -> (immediate result, effects)
+Failed = Callable[[], Any]  # the answer (UNKNOWN_SERVER_ERROR) for a request whose step raised
 
 
 class _Mailbox:
@@ -34,7 +44,7 @@ class _Mailbox:
 
     def __init__(self) -> None:
         self.busy = False
-        self.queue: deque[tuple[Step, asyncio.Future | None]] = deque()
+        self.queue: deque[tuple[Step, asyncio.Future | None, Failed | None]] = deque()
 
 
 class GroupRuntime:
@@ -61,33 +71,104 @@ class GroupRuntime:
         self.listener: Callable[[dict], None] | None = None
         self.write_failing: str | None = None  # the error of the current run of failed state writes
         self.failed_writes = 0  # failed state writes in the current run
+        self.failed_steps = 0  # group steps that raised (a bug): each answered and its group reset
 
     # -- entry points
 
-    def call(self, group_id: str, step: Step) -> Any:
-        """Run `step` for a group now if the group is idle, else queue it; returns the result or a future."""
+    def call(self, group_id: str, step: Step, failed: Failed | None = None) -> Any:
+        """Run `step` for a group now if the group is idle, else queue it; returns the result or a future.
+
+        A step that raises is a bug in the state machine, but it must not leave a request unanswered or a
+        group stuck: the request gets `failed()` (its API's UNKNOWN_SERVER_ERROR answer; without one the
+        exception propagates and the connection is closed) and the group is reset (`_reset_group`).
+        """
         box = self._boxes.get(group_id)
         if box is not None and box.busy:
             fut = self.loop.create_future()
-            box.queue.append((step, fut))
+            box.queue.append((step, fut, failed))
             return fut
-        result, effects = step(wall_ms())
+        try:
+            result, effects = step(wall_ms())
+        except Exception:
+            self._step_failed(group_id)
+            if failed is None:
+                raise
+            return failed()
         if effects:
             self._apply(group_id, effects)
         return result
 
-    def call_parked(self, group_id: str, call: Callable[[asyncio.Future, int], Effects]) -> Any:
+    def call_parked(
+        self,
+        group_id: str,
+        call: Callable[[asyncio.Future, int], Effects],
+        failed: Callable[[], Any] | None = None,
+    ) -> Any:
         """Run a machine call that may park its reply (JoinGroup, SyncGroup, OffsetCommit).
 
         The machine gets a fresh future as its reply token and answers through `Effects.replies`, possibly
-        much later; the caller gets that future (or, if the group is busy, a future chained to it).
+        much later; the caller gets that future (or, if the group is busy, a future chained to it). `failed`
+        is the answer should the step raise (UNKNOWN_SERVER_ERROR, as Kafka maps an unexpected exception).
         """
         token = self.loop.create_future()
 
         def step(now: int) -> tuple[asyncio.Future, Effects]:
             return token, call(token, now)
 
-        return self.call(group_id, step)
+        return self.call(group_id, step, failed)
+
+    def _step_failed(self, group_id: str) -> None:
+        log.exception(
+            "group step failed: answering UNKNOWN_SERVER_ERROR and resetting the group", group=group_id
+        )
+        self.failed_steps += 1
+        self._reset_group(group_id)
+
+    def _reset_group(self, group_id: str) -> None:
+        """Bring a group whose step raised back to a state the machine can work from, the way it would load
+        one from storage: its parked JoinGroup/SyncGroup requests are answered UNKNOWN_SERVER_ERROR (the
+        tokens are this runtime's futures), its timers are cancelled, and it is replaced by an Empty group
+        at the next generation (members gone, committed offsets kept), written to the store and journalled.
+        The failed step's partial effects were never applied. Kafka instead reverts to its last committed
+        snapshot, which can leave a join parked for good when the failed step was the join timer."""
+        group = self.machine.group(group_id)
+        if group is None:
+            return
+        for mid, member in group.members.items():
+            if isinstance(member.join_token, asyncio.Future) and not member.join_token.done():
+                member.join_token.set_result(JoinGroupResult(UNKNOWN_SERVER_ERROR, member_id=mid))
+            if isinstance(member.sync_token, asyncio.Future) and not member.sync_token.done():
+                member.sync_token.set_result(SyncGroupResult(UNKNOWN_SERVER_ERROR))
+        self.timers.cancel_where(lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id)
+        now = wall_ms()
+        record = GroupRecord(
+            group_id,
+            GroupMetadataValue(
+                protocol_type=group.protocol_type,
+                generation=group.generation_id + 1,
+                protocol=None,
+                leader=None,
+                current_state_timestamp=now,
+                members=(),
+            ),
+        )
+        state_from = str(group.state)
+        self.machine.replay(record)
+        effects = Effects()
+        effects.record(record)
+        effects.event(
+            {
+                "event": "state_change",
+                "group": group_id,
+                "generation": group.generation_id + 1,
+                "state_from": state_from,
+                "state_to": "Empty",
+                "reason": "reset_after_internal_error",
+                "members": 0,
+                "ts": now,
+            }
+        )
+        self._apply(group_id, effects)
 
     def call_global(self, step: Step) -> Any:
         """Run a step that spans groups (DeleteGroups, offset expiry); its writes are not serialised per group.
@@ -121,7 +202,7 @@ class GroupRuntime:
     def _timer_fired(self, key: Hashable) -> None:
         group_id = key[1]  # type: ignore[index]
         machine = self.machine
-        self.call(group_id, lambda now: (None, machine.on_timer(key, now)))
+        self.call(group_id, lambda now: (None, machine.on_timer(key, now)), _nothing)
 
     # -- effects
 
@@ -214,13 +295,22 @@ class GroupRuntime:
     def _drain(self, group_id: str) -> None:
         box = self._boxes.get(group_id)
         while box is not None and box.queue and not box.busy:
-            step, fut = box.queue.popleft()
+            step, fut, failed = box.queue.popleft()
             try:
                 result, effects = step(wall_ms())
+            except Exception as exc:
+                self._step_failed(group_id)
+                if fut is not None and not fut.done():
+                    if failed is None:
+                        fut.set_exception(exc)
+                    else:
+                        fut.set_result(failed())
+                continue
+            try:
                 if effects:
                     self._apply(group_id, effects)
             except Exception as exc:
-                log.exception("group step failed", group=group_id)
+                log.exception("applying a group step's effects failed", group=group_id)
                 if fut is not None and not fut.done():
                     fut.set_exception(exc)
                 continue
@@ -268,6 +358,10 @@ class GroupRuntime:
 
     def close(self) -> None:
         self.timers.close()
+
+
+def _nothing() -> None:
+    return None
 
 
 def _chain(src: asyncio.Future, dst: asyncio.Future) -> None:

@@ -26,11 +26,15 @@ from groupcoord.protocol.messages import init_producer_id as ip
 from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
+from groupcoord.server.apis.topic_rules import check_partition_assignments
 from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.manager import OffsetResult, ReadResult
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
 
+EMPTY_PARTITION = ReadResult(ErrorCode.NONE, b"", 0, 0, 0)
+OUT_OF_RANGE = ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, b"", 0, 0, 0)
 NO_TRANSACTIONS = "groupcoord has no transaction coordinator: transactional producers are not supported"
 
 
@@ -45,6 +49,10 @@ async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceRes
         for p in t.partition_data:
             if req.transactional_id is not None:
                 jobs.append(_failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS))
+            elif ctx.broker.topics.is_internal(t.name):
+                jobs.append(
+                    _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {t.name}")
+                )
             elif p.records is None:
                 jobs.append(_failed(ErrorCode.CORRUPT_MESSAGE, "null records"))
             else:
@@ -89,6 +97,7 @@ def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Any:
 
 async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
     logs = ctx.broker.logs
+    topics = ctx.broker.topics
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     wanted = [(t.topic, p) for t in req.topics for p in t.partitions]
@@ -98,7 +107,11 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
         parts: list[tuple[str, fe.PartitionData]] = []
         for topic, p in wanted:
             limit = min(p.partition_max_bytes, budget)
-            r = logs.read(topic, p.partition, p.fetch_offset, max(limit, 0), min_one=total == 0)
+            if topics.is_internal(topic) and topics.has_partition(topic, p.partition):
+                # __consumer_offsets has no log here (docs/differences.md): an empty partition
+                r = EMPTY_PARTITION if p.fetch_offset == 0 else OUT_OF_RANGE
+            else:
+                r = logs.read(topic, p.partition, p.fetch_offset, max(limit, 0), min_one=total == 0)
             records = r.records
             total += len(records)
             budget -= len(records)
@@ -120,7 +133,11 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
         errors = any(pd.error_code for _, pd in parts)
         if total >= req.min_bytes or remaining <= 0 or errors or not wanted:
             break
-        await logs.wait_for_data([(t, p.partition) for t, p in wanted], remaining)
+        logged = [(t, p.partition) for t, p in wanted if not topics.is_internal(t)]
+        if not logged:  # nothing can arrive: wait out max_wait_ms without spinning
+            await asyncio.sleep(remaining)
+            continue
+        await logs.wait_for_data(logged, remaining)
     grouped: dict[str, list[fe.PartitionData]] = {}
     for topic, pd in parts:
         grouped.setdefault(topic, []).append(pd)
@@ -143,7 +160,12 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            r = await logs.list_offsets(t.name, p.partition_index, p.timestamp)
+            if ctx.broker.topics.is_internal(t.name) and ctx.broker.topics.has_partition(
+                t.name, p.partition_index
+            ):
+                r = OffsetResult(ErrorCode.NONE, 0, -1)  # an empty log: every offset query answers 0
+            else:
+                r = await logs.list_offsets(t.name, p.partition_index, p.timestamp)
             parts.append(
                 lo.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
@@ -179,7 +201,13 @@ def offset_for_leader_epoch(
         parts = []
         for p in t.partitions:
             plog = logs.partition(t.topic, p.partition)
-            if plog is None:
+            if ctx.broker.topics.is_internal(t.topic) and ctx.broker.topics.has_partition(
+                t.topic, p.partition
+            ):
+                parts.append(
+                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=0)
+                )
+            elif plog is None:
                 parts.append(
                     ol.EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition)
                 )
@@ -199,15 +227,26 @@ def delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> Any:
 
 async def _delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> dt.DeleteTopicsResponse:
     logs = ctx.broker.logs
+    topics = ctx.broker.topics
     if ctx.version >= 6:
         targets = []
         for t in req.topics:
-            info = logs.topic(t.name) if t.name is not None else logs.topic_by_id(t.topic_id)
+            info = topics.get(t.name) if t.name is not None else topics.by_id(t.topic_id)
             targets.append((t.name, t.topic_id, info))
     else:
-        targets = [(name, None, logs.topic(name)) for name in req.topic_names]
+        targets = [(name, None, topics.get(name)) for name in req.topic_names]
     results = []
     for name, topic_id, info in targets:
+        if info is not None and topics.is_internal(info.name):
+            results.append(
+                dt.DeletableTopicResult(
+                    name=info.name,
+                    topic_id=info.topic_id if ctx.version >= 6 else _zero(),
+                    error_code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    error_message=f"Cannot delete internal topic {info.name}" if ctx.version >= 5 else None,
+                )
+            )
+            continue
         if info is None:
             code = (
                 ErrorCode.UNKNOWN_TOPIC_ID
@@ -245,17 +284,39 @@ def create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> A
 async def _create_partitions(
     ctx: RequestContext, req: cp.CreatePartitionsRequest
 ) -> cp.CreatePartitionsResponse:
+    """Kafka's `ReplicationControlManager.createPartitions` checks, in its order; manual assignments must
+    name this node once per new partition (replication factor 1)."""
     logs = ctx.broker.logs
+    node = ctx.broker.config.node_id
     results = []
     for t in req.topics:
         code, message = ErrorCode.NONE, None
         info = logs.topic(t.name)
-        if t.assignments:
-            code, message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, "manual replica assignment is not supported"
+        refused = None
+        if info is not None and t.assignments is not None and t.count > info.partitions:
+            refused = check_partition_assignments(
+                t.count - info.partitions, [a.broker_ids for a in t.assignments], node
+            )
+        if ctx.broker.topics.is_internal(t.name):
+            code, message = (
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Cannot add partitions to internal topic {t.name}",
+            )
         elif info is None:
-            code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {t.name!r}"
-        elif t.count <= info.partitions:
-            code, message = ErrorCode.INVALID_PARTITIONS, f"topic has {info.partitions} partitions already"
+            code, message = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
+            )
+        elif t.count == info.partitions:
+            code, message = ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.partitions} partition(s)."
+        elif t.count < info.partitions:
+            code, message = (
+                ErrorCode.INVALID_PARTITIONS,
+                f"The topic {t.name} currently has {info.partitions} partition(s); {t.count} would not be an "
+                "increase.",
+            )
+        elif refused is not None:
+            code, message = refused
         elif not req.validate_only:
             try:
                 await logs.create_partitions(t.name, t.count)

@@ -15,6 +15,7 @@ Version-dependent shaping done here:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.api import ApiKey
@@ -46,6 +47,18 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT_MIN = -(2**31)
 
 
+UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def _by_name(protocols: Iterable[Any]) -> tuple[tuple[str, bytes], ...]:
+    """A member's protocols keyed by name, as Kafka's JoinGroup collection is (`mapKey` on Name): a name
+    listed twice counts once, with the metadata of its first entry."""
+    seen: dict[str, bytes] = {}
+    for p in protocols:
+        seen.setdefault(p.name, p.metadata)
+    return tuple(seen.items())
+
+
 def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
     v = ctx.version
     mreq = m.JoinGroupRequest(
@@ -56,14 +69,18 @@ def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
         member_id=req.member_id,
         group_instance_id=req.group_instance_id,
         protocol_type=req.protocol_type,
-        protocols=tuple((p.name, p.metadata) for p in req.protocols),
+        protocols=_by_name(req.protocols),
         reason=req.reason,
         client_id=ctx.client_id,
         client_host=ctx.client_host,
     )
     machine = ctx.broker.machine
     return then(
-        ctx.broker.runtime.call_parked(req.group_id, lambda tok, now: machine.join_group(mreq, tok, now)),
+        ctx.broker.runtime.call_parked(
+            req.group_id,
+            lambda tok, now: machine.join_group(mreq, tok, now),
+            lambda: m.JoinGroupResult(UNKNOWN_SERVER_ERROR, member_id=req.member_id),
+        ),
         lambda r: join_response(r, v),
     )
 
@@ -109,7 +126,11 @@ def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
     )
     machine = ctx.broker.machine
     return then(
-        ctx.broker.runtime.call_parked(req.group_id, lambda tok, now: machine.sync_group(mreq, tok, now)),
+        ctx.broker.runtime.call_parked(
+            req.group_id,
+            lambda tok, now: machine.sync_group(mreq, tok, now),
+            lambda: m.SyncGroupResult(UNKNOWN_SERVER_ERROR),
+        ),
         lambda r: sync_response(r, v),
     )
 
@@ -142,7 +163,9 @@ def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
         ctx.version, req.group_id, req.generation_id, req.member_id, req.group_instance_id
     )
     machine = ctx.broker.machine
-    result = ctx.broker.runtime.call(req.group_id, lambda now: machine.heartbeat(mreq, now))
+    result = ctx.broker.runtime.call(
+        req.group_id, lambda now: machine.heartbeat(mreq, now), lambda: UNKNOWN_SERVER_ERROR
+    )
     if isinstance(result, asyncio.Future):
         return then(result, lambda err: HeartbeatResponse(error_code=err))
     return heartbeat_frame(ctx.version, result)
@@ -156,7 +179,11 @@ def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
         members = tuple(m.LeaveMember(x.member_id, x.group_instance_id, x.reason) for x in req.members)
     mreq = m.LeaveGroupRequest(v, req.group_id, members)
     machine = ctx.broker.machine
-    result = ctx.broker.runtime.call(req.group_id, lambda now: machine.leave_group(mreq, now))
+    result = ctx.broker.runtime.call(
+        req.group_id,
+        lambda now: machine.leave_group(mreq, now),
+        lambda: m.LeaveGroupResult(UNKNOWN_SERVER_ERROR, ()),
+    )
     return then(result, lambda r: leave_response(r, v))
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.protocol.messages.create_topics import (
+    CreatableTopicConfigs,
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -35,10 +36,12 @@ from groupcoord.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.log.manager import LogManager
 
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 ZERO_UUID = uuid.UUID(int=0)
@@ -81,32 +84,53 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
         for p in range(info.partitions)
     )
     topic_id = info.topic_id if ctx.version >= 10 else ZERO_UUID
-    return MetadataResponseTopic(error_code=0, name=name, topic_id=topic_id, partitions=parts)
+    return MetadataResponseTopic(
+        error_code=0, name=name, topic_id=topic_id, is_internal=topics.is_internal(name), partitions=parts
+    )
 
 
 def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
+    """Kafka's `handleTopicMetadataRequest`: all topics, topics by name, or (v12) topics by id.
+
+    When any requested topic carries a non-zero id the request is by id (names are then ignored, as in Kafka):
+    the Java AdminClient's `describeTopics(TopicCollection.ofTopicIds(...))` sends the id with an empty name.
+    Unknown ids are answered UNKNOWN_TOPIC_ID with the id echoed and a null name.
+    """
     broker = ctx.broker
     topics = broker.topics
-    wanted: list[str]
     if req.topics is None or (ctx.version == 0 and not req.topics):
-        wanted = sorted(topics.names())
-        missing: list[str] = []
-    else:
-        wanted = []
-        for t in req.topics:
-            if t.name is None:
-                info = topics.by_id(t.topic_id)
-                if info is not None:
-                    wanted.append(info.name)
-                continue
-            wanted.append(t.name)
-        auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
-        missing = [
-            n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)
-        ]
+        return _metadata_response(ctx, sorted(topics.names()))
+    if any(t.name is None or t.topic_id != ZERO_UUID for t in req.topics):
+        if ctx.version < 12 or any(t.name is None and t.topic_id == ZERO_UUID for t in req.topics):
+            return _invalid_request(ctx, req)
+        wanted: list[str] = []
+        unknown: list[uuid.UUID] = []
+        for topic_id in dict.fromkeys(t.topic_id for t in req.topics if t.topic_id != ZERO_UUID):
+            info = topics.by_id(topic_id)
+            if info is None:
+                unknown.append(topic_id)
+            else:
+                wanted.append(info.name)
+        return _metadata_response(ctx, wanted, unknown)
+    wanted = [t.name for t in req.topics if t.name is not None]
+    auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
+    missing = [n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)]
     if missing:
         return asyncio.ensure_future(_create_then_answer(ctx, wanted, missing))
     return _metadata_response(ctx, wanted)
+
+
+def _invalid_request(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
+    """Kafka's answer to a topic without a name before v12 ("Topic name can not be null"), or with neither a
+    name nor an id: the request's error response, INVALID_REQUEST for every topic asked for."""
+    cfg = ctx.broker.config
+    entries = tuple(
+        MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name or "", topic_id=t.topic_id)
+        for t in req.topics or ()
+    )
+    return MetadataResponse(
+        brokers=(_broker(ctx),), cluster_id=cfg.cluster_id, controller_id=cfg.node_id, topics=entries
+    )
 
 
 async def _create_then_answer(ctx: RequestContext, wanted: list[str], missing: list[str]) -> MetadataResponse:
@@ -116,7 +140,9 @@ async def _create_then_answer(ctx: RequestContext, wanted: list[str], missing: l
     return _metadata_response(ctx, wanted)
 
 
-def _metadata_response(ctx: RequestContext, wanted: list[str]) -> MetadataResponse:
+def _metadata_response(
+    ctx: RequestContext, wanted: list[str], unknown_ids: list[uuid.UUID] | tuple[()] = ()
+) -> MetadataResponse:
     topics = ctx.broker.topics
     cfg = ctx.broker.config
     entries = []
@@ -125,6 +151,10 @@ def _metadata_response(ctx: RequestContext, wanted: list[str]) -> MetadataRespon
             entries.append(MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name))
         else:
             entries.append(_topic_entry(ctx, name))
+    for topic_id in unknown_ids:
+        entries.append(
+            MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
+        )
     return MetadataResponse(
         brokers=(_broker(ctx),),
         cluster_id=cfg.cluster_id,
@@ -166,31 +196,49 @@ def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
 
 
 async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> CreateTopicsResponse:
+    """Kafka's order of checks: duplicates, the reserved `__consumer_offsets` (it exists), configs, then
+    `ReplicationControlManager.createTopic` (manual assignments, replication factor), then the name and
+    the log."""
     logs = ctx.broker.logs
+    node = ctx.broker.config.node_id
     results = []
     seen: set[str] = set()
     for t in req.topics:
         error, message = ErrorCode.NONE, None
         partitions = t.num_partitions if t.num_partitions != -1 else ctx.broker.config.num_partitions
         topic_id = ZERO_UUID
+        configs, refused = check_configs((c.name, c.value) for c in t.configs)
         if t.name in seen:
             error, message = ErrorCode.INVALID_REQUEST, "topic named twice in one request"
-        elif t.replication_factor not in (1, -1):
-            error, message = (
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                "groupcoord has one broker: use replication factor 1",
-            )
-        elif t.assignments:
-            error, message = (
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                "manual replica assignment is not supported",
-            )
+        elif ctx.broker.topics.is_internal(t.name):
+            error, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
+        elif (named := _name_refusal(logs, t.name)) is not None:
+            error, message = named
+        elif refused is not None:
+            error, message = refused
         else:
+            if t.assignments:
+                counted = check_create_assignments(
+                    t.num_partitions,
+                    t.replication_factor,
+                    [(a.partition_index, a.broker_ids) for a in t.assignments],
+                    node,
+                )
+                if isinstance(counted, tuple):
+                    error, message = counted
+                else:
+                    partitions = counted
+            elif t.replication_factor not in (1, -1):
+                error, message = (
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
+                    "groupcoord has one broker: use replication factor 1",
+                )
+        if error == ErrorCode.NONE:
             try:
                 if req.validate_only:
                     logs.validate_new_topic(t.name, partitions)
                 else:
-                    topic_id = await logs.create_topic(t.name, partitions)
+                    topic_id = await logs.create_topic(t.name, partitions, configs)
             except LogError as exc:
                 error, message = exc.code, exc.message
         seen.add(t.name)
@@ -203,7 +251,25 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                 error_message=message,
                 num_partitions=partitions if ok and ctx.version >= 5 else -1,
                 replication_factor=1 if ok and ctx.version >= 5 else -1,
-                configs=() if ok and ctx.version >= 5 else None,
+                configs=_result_configs(configs) if ok and ctx.version >= 5 else None,
             )
         )
     return CreateTopicsResponse(topics=tuple(results))
+
+
+def _name_refusal(logs: LogManager, name: str) -> tuple[ErrorCode, str] | None:
+    """Kafka checks the name and whether the topic exists before configs and assignments."""
+    try:
+        logs.validate_new_topic(name, 1)
+    except LogError as exc:
+        return ErrorCode(exc.code), exc.message
+    return None
+
+
+def _result_configs(configs: tuple[tuple[str, str], ...]) -> tuple[CreatableTopicConfigs, ...]:
+    """The configs set on the topic (source TOPIC_CONFIG, 1). Kafka lists every topic config with its
+    default as well; we keep only what was given (docs/differences.md)."""
+    return tuple(
+        CreatableTopicConfigs(name=n, value=v, read_only=False, config_source=1, is_sensitive=False)
+        for n, v in configs
+    )

@@ -99,10 +99,16 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         topics=tuple(accepted),
     )
     machine = ctx.broker.machine
-    return then(
-        ctx.broker.runtime.call_parked(req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now)),
-        respond,
+    failed = m.OffsetCommitResult(
+        tuple(
+            (topic, tuple((p.partition, int(ErrorCode.UNKNOWN_SERVER_ERROR)) for p in parts))
+            for topic, parts in accepted
+        )
     )
+    call = ctx.broker.runtime.call_parked(
+        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now), lambda: failed
+    )
+    return then(call, respond)
 
 
 def _fetch_one(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> Any:

@@ -52,6 +52,13 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 
+def delete_dir_name(topic: str, partition: int, tag: str) -> str:
+    """Kafka's `LocalLog.logDeleteDirName`: `<topic>-<partition>.<tag>-delete`, the topic cut short so that
+    the name fits the 255-byte file-name limit (a 249-character topic would otherwise overflow it)."""
+    suffix = f"-{partition}.{tag}-delete"
+    return topic[: max(0, 255 - len(suffix))] + suffix
+
+
 class AppendResult(NamedTuple):
     error: ErrorCode
     base_offset: int  # -1 on error (and for an empty records blob)
@@ -187,11 +194,13 @@ class LogManager:
         if partitions < 1:
             raise LogError(ErrorCode.INVALID_PARTITIONS, "number of partitions must be at least 1")
 
-    async def create_topic(self, name: str, partitions: int) -> uuid.UUID:
+    async def create_topic(
+        self, name: str, partitions: int, configs: tuple[tuple[str, str], ...] = ()
+    ) -> uuid.UUID:
         """Create a topic and its partitions; the registry is durable before this returns."""
         async with self._registry_lock:
             self.validate_new_topic(name, partitions)
-            info = TopicInfo(name, new_topic_id(), partitions)
+            info = TopicInfo(name, new_topic_id(), partitions, configs)
             new = {**self._topics, name: info}
             logs = await self._create_logs(name, range(partitions), new)
             self._topics = new
@@ -211,7 +220,7 @@ class LogManager:
                     ErrorCode.INVALID_PARTITIONS,
                     f"topic {name!r} has {info.partitions} partitions; new count must be larger",
                 )
-            new_info = TopicInfo(name, info.topic_id, total)
+            new_info = TopicInfo(name, info.topic_id, total, info.configs)
             new = {**self._topics, name: new_info}
             logs = await self._create_logs(name, range(info.partitions, total), new)
             self._topics = new
@@ -244,16 +253,24 @@ class LogManager:
             for plog in logs:
                 self._wake(plog)
             if self.root is not None:
-                dirs = [plog.directory for plog in logs if plog.directory is not None]
-                await asyncio.to_thread(self._remove_dirs, dirs, info.topic_id.hex)
+                dirs = [(plog.partition, plog.directory) for plog in logs if plog.directory is not None]
+                await asyncio.to_thread(self._remove_dirs, name, dirs, info.topic_id.hex)
 
     @staticmethod
-    def _remove_dirs(dirs: list[Path], tag: str) -> None:
-        for d in dirs:
-            if d.exists():
-                doomed = d.with_name(f"{d.name}.{tag}-delete")
+    def _remove_dirs(topic: str, dirs: list[tuple[int, Path]], tag: str) -> None:
+        """Rename each directory to a `-delete` name (so a crash mid-removal leaves nothing `open` would load
+        as a partition), then remove it. The registry no longer has the topic, so a failure here must not
+        leave the directory behind: it is removed in place instead."""
+        for partition, d in dirs:
+            if not d.exists():
+                continue
+            try:
+                doomed = d.with_name(delete_dir_name(topic, partition, tag))
                 d.rename(doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
+            except OSError as exc:
+                log.warning("cannot rename %s for deletion (%s); removing it in place", d, exc)
+                doomed = d
+            shutil.rmtree(doomed, ignore_errors=True)
 
     async def _create_logs(
         self, name: str, partitions: range, registry: dict[str, TopicInfo]

@@ -27,6 +27,8 @@ class TopicInfo:
     name: str
     topic_id: uuid.UUID
     partitions: int
+    # topic-level configs given at creation (CreateTopics), kept as given; nothing reads them yet
+    configs: tuple[tuple[str, str], ...] = ()
 
 
 def validate_topic_name(name: str) -> None:
@@ -64,7 +66,13 @@ def load_registry(path: Path) -> dict[str, TopicInfo]:
         return {}
     raw = json.loads(path.read_text())
     return {
-        name: TopicInfo(name, uuid.UUID(t["id"]), int(t["partitions"])) for name, t in raw["topics"].items()
+        name: TopicInfo(
+            name,
+            uuid.UUID(t["id"]),
+            int(t["partitions"]),
+            tuple((str(k), str(v)) for k, v in t.get("configs", {}).items()),
+        )
+        for name, t in raw["topics"].items()
     }
 
 
@@ -72,7 +80,14 @@ def save_registry(path: Path, topics: dict[str, TopicInfo]) -> None:
     """Atomically replace the registry: temp file, fsync, rename, fsync the directory."""
     doc = {
         "version": 1,
-        "topics": {t.name: {"id": str(t.topic_id), "partitions": t.partitions} for t in topics.values()},
+        "topics": {
+            t.name: {
+                "id": str(t.topic_id),
+                "partitions": t.partitions,
+                **({"configs": dict(t.configs)} if t.configs else {}),
+            }
+            for t in topics.values()
+        },
     }
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w") as f:

@@ -274,3 +274,27 @@ async def test_producer_state_after_a_crash_uses_roll_snapshots_and_replay(tmp_p
     crashed.close()
     if m._flusher._pool is not None:
         m._flusher._pool.shutdown()
+
+
+def test_delete_dir_name_fits_the_file_name_limit_like_kafka() -> None:
+    """Kafka's `LocalLog.logDeleteDirName`: the topic is cut so `<topic>-<p>.<id>-delete` fits 255 bytes."""
+    from groupcoord.server.log.manager import delete_dir_name
+
+    tag = "0123456789abcdef0123456789abcdef"
+    assert delete_dir_name("short", 3, tag) == f"short-3.{tag}-delete"
+    long_name = "t" * 249
+    for partition in (0, 7, 12345):
+        name = delete_dir_name(long_name, partition, tag)
+        assert len(name.encode()) == 255
+        assert name.endswith(f"-{partition}.{tag}-delete") and name.startswith("t" * 200)
+
+
+async def test_deleting_a_topic_with_a_249_character_name_removes_its_directories(
+    tmp_path: Path, manager: LogManager
+) -> None:
+    name = "x" * 249
+    await manager.create_topic(name, 3)
+    assert (tmp_path / "topics" / f"{name}-2").is_dir()
+    await manager.delete_topic(name)
+    assert manager.topic(name) is None
+    assert sorted(p.name for p in (tmp_path / "topics").iterdir() if p.name.startswith("x")) == []

@@ -61,6 +61,8 @@ def test_every_truncation_is_a_decode_error(case: tuple[type, int]) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_trailing_garbage_is_a_decode_error(case: tuple[type, int]) -> None:
+    """`cls.decode` of a whole message is strict (responses, nested messages, tests). Request frames on the
+    wire are not: `decode_request` ignores bytes after the last field, as Kafka does (test_codec_headers)."""
     cls, version = case
 
     @fuzz(4)

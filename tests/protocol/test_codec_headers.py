@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from groupcoord.protocol.api import SUPPORTED, ApiKey
 from groupcoord.protocol.codec import (
     decode_request,
+    decode_request_counted,
     decode_response,
     encode_request,
     encode_response,
@@ -263,6 +264,25 @@ def test_truncated_request_frames_are_decode_errors(case: tuple[type, int]) -> N
         for cut in range(len(frame)):
             with pytest.raises(DecodeError):
                 decode_request(frame[:cut])
+
+    check()
+
+
+@pytest.mark.parametrize("case", [(c, v) for c in REQUEST_CLASSES for v in versions_of(c)], ids=case_id)
+def test_bytes_after_a_requests_last_field_are_ignored_and_counted(case: tuple[type, int]) -> None:
+    """Kafka's request parser reads the fields of the version and ignores what follows (librdkafka 2.12+
+    pads its all-topics Metadata v12): the body decodes as without the extra bytes, which are counted."""
+    cls, version = case
+
+    @fuzz(3)
+    @given(message_strategy(cls, version), CLIENT_IDS, st.binary(min_size=1, max_size=8))
+    def check(obj: Any, client: str | None, extra: bytes) -> None:
+        frame = encode_request(cls.API_KEY, version, 5, obj, client_id=client)[4:]
+        header, body, ignored = decode_request_counted(frame + extra)
+        assert (body, ignored) == (obj, len(extra))
+        assert header.client_id == client
+        assert decode_request(frame + extra)[1] == obj
+        assert decode_request_counted(frame)[2] == 0
 
     check()
 

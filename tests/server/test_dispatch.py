@@ -95,3 +95,19 @@ def test_undecodable_body_closes_the_connection_with_the_offset_in_the_reason() 
     frame = encode_request(12, 4, 1, HeartbeatRequest(group_id="g", generation_id=1, member_id="m"))[4:]
     assert broker.dispatcher.dispatch(conn, frame[:-3]) is None  # type: ignore[arg-type]
     assert conn.closed_because is not None and "HeartbeatRequest v4 at byte" in conn.closed_because
+
+
+def test_bytes_after_a_requests_last_field_are_answered_and_counted() -> None:
+    """Kafka ignores what follows the last field of a request's version; the dispatcher answers and counts."""
+    from groupcoord.protocol.messages.api_versions import ApiVersionsResponse
+
+    broker = Broker(ServerConfig())
+    conn = FakeConn()
+    frame = encode_request(
+        18, 3, 9, ApiVersionsRequest(client_software_name="x", client_software_version="1")
+    )
+    out = broker.dispatcher.dispatch(conn, frame[4:] + b"\x01\x00\x00")  # type: ignore[arg-type]
+    assert isinstance(out, bytes), conn.closed_because
+    corr, resp = decode_response(out[4:], 18, 3)
+    assert corr == 9 and isinstance(resp, ApiVersionsResponse) and resp.error_code == ErrorCode.NONE
+    assert (broker.dispatcher.requests_with_ignored_bytes, broker.dispatcher.ignored_request_bytes) == (1, 3)
