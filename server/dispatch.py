@@ -21,11 +21,16 @@ from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsRes
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
+    from groupcoord.server.control.faults import FaultInjector
     from groupcoord.server.network import Connection
 
 log = structlog.get_logger("groupcoord.dispatch")
 
 Handler = Callable[["RequestContext", Any], Any]
+
+
+PASS: Any = object()
+"""What the fault-injection hook returns to let a request through to its handler."""
 
 
 class Mapped:
@@ -98,6 +103,7 @@ class Dispatcher:
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
         self.connections: set[Connection] = set()
         self.while_loading: dict[int, Handler] = {}
+        self.faults: FaultInjector | None = None  # test controls (server/control); None in production
         self.api_versions_table = tuple(
             ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
@@ -123,6 +129,10 @@ class Dispatcher:
             conn.close(str(exc))
             return None
         ctx = RequestContext(self.broker, conn, api_key, version, correlation_id, header.client_id)
+        if self.faults:  # fault injection and request recording (tests only): may answer instead
+            injected = self.faults.intercept(ctx, request, frame)
+            if injected is not PASS:
+                return injected
         if self.broker.loading:
             handler = self.while_loading.get(api_key, handler)
         try:

@@ -11,6 +11,7 @@ import concurrent.futures
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ class Journal:
         self._flushing: asyncio.Future | None = None
         self._start_ms = 0
         self.lines_written = 0
+        self.listeners: list[Callable[[dict], None]] = []  # test controls observe events (server/control)
 
     def open(self, start_ms: int) -> None:
         self._start_ms = start_ms
@@ -49,6 +51,8 @@ class Journal:
             self.directory.mkdir(parents=True, exist_ok=True)
 
     def append(self, event: dict) -> None:
+        for listener in self.listeners:
+            listener(event)
         if self.directory is None:
             return
         self._seq += 1

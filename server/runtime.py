@@ -21,7 +21,7 @@ import structlog
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
 from groupcoord.server.journal import Journal
-from groupcoord.server.timers import TimerService, wall_ms
+from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
 
 log = structlog.get_logger("groupcoord.coordinator")
 
@@ -37,12 +37,20 @@ class _Mailbox:
 
 
 class GroupRuntime:
-    def __init__(self, machine: Any, store: Any, journal: Journal, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        machine: Any,
+        store: Any,
+        journal: Journal,
+        loop: asyncio.AbstractEventLoop,
+        clock: Clock = WALL_CLOCK,
+    ) -> None:
         self.machine = machine
         self.store = store
         self.journal = journal
         self.loop = loop
-        self.timers = TimerService(loop, self._timer_fired)
+        self.now_ms = clock.now_ms  # "now" for the state machine: the wall clock, or a test's virtual clock
+        self.timers = TimerService(loop, self._timer_fired, clock)
         self._boxes: dict[str, _Mailbox] = {}
         self._sync_store = bool(getattr(store, "synchronous", False))
         self._writes: set[asyncio.Task] = set()
@@ -57,7 +65,7 @@ class GroupRuntime:
             fut = self.loop.create_future()
             box.queue.append((step, fut))
             return fut
-        result, effects = step(wall_ms())
+        result, effects = step(self.now_ms())
         if effects:
             self._apply(group_id, effects)
         return result
@@ -68,7 +76,7 @@ class GroupRuntime:
         When the step writes records to an asynchronous store the result comes back as a future resolved
         once the write is durable, so a DeleteGroups answer never precedes its tombstones.
         """
-        result, effects = step(wall_ms())
+        result, effects = step(self.now_ms())
         if not effects:
             return result
         if effects.records and not self._sync_store:
@@ -136,7 +144,7 @@ class GroupRuntime:
 
     def _finish(self, group_id: str | None, effects: Effects, ok: bool) -> None:
         if effects.after_persist is not None:
-            more = effects.after_persist(ok, wall_ms())
+            more = effects.after_persist(ok, self.now_ms())
             if more:
                 self._apply(group_id, more)
         for token, result in effects.replies:
@@ -148,7 +156,7 @@ class GroupRuntime:
         while box is not None and box.queue and not box.busy:
             step, fut = box.queue.popleft()
             try:
-                result, effects = step(wall_ms())
+                result, effects = step(self.now_ms())
                 if effects:
                     self._apply(group_id, effects)
             except Exception as exc:
