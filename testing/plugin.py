@@ -3,6 +3,7 @@
 - `groupcoord`: an in-process coordinator on the test's loop, virtual clock on, memory storage. Options via
   `@pytest.mark.groupcoord(subprocess=True, group_initial_rebalance_delay_ms=3000, ...)`.
 - `groupcoord_factory`: `await groupcoord_factory(**options)` for more, or differently configured, servers.
+- `groupcoord_process`: a subprocess coordinator for synchronous tests (blocking clients).
 - `groupcoord_session`: one subprocess coordinator for the whole session (controlled over HTTP).
 A failing test's report gets the subprocess servers' logs.
 """
@@ -58,6 +59,19 @@ async def groupcoord(request: pytest.FixtureRequest, groupcoord_factory: Factory
     marker = request.node.get_closest_marker("groupcoord")
     options = dict(marker.kwargs) if marker is not None else {}
     return await groupcoord_factory(**options)
+
+
+@pytest.fixture
+def groupcoord_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GroupCoordProcess]:
+    """A subprocess coordinator for synchronous tests with blocking clients (kafka-python, confluent-kafka);
+    options from `@pytest.mark.groupcoord(...)`; controlled over HTTP (`advance_sync`, `wait_group_sync`)."""
+    marker = request.node.get_closest_marker("groupcoord")
+    options = dict(marker.kwargs) if marker is not None else {}
+    options.pop("subprocess", None)
+    server = spawn_groupcoord(tmp_path / "groupcoord", **options)
+    request.node.stash.setdefault(_PROCS, []).append(server)
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

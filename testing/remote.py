@@ -125,7 +125,11 @@ class GroupCoordProcess:
             raise RuntimeError(f"{method} {path}: {exc.code} {message}") from None
 
     async def advance(self, ms: int) -> int:
-        return (await asyncio.to_thread(self.call, "POST", "/v1/clock/advance", {"ms": ms}))["now_ms"]
+        return await asyncio.to_thread(self.advance_sync, ms)
+
+    def advance_sync(self, ms: int) -> int:
+        """`advance` for tests that drive blocking clients (kafka-python, confluent-kafka) from threads."""
+        return self.call("POST", "/v1/clock/advance", {"ms": ms})["now_ms"]
 
     def describe(self, group_id: str) -> GroupView:
         return _view(self.call("GET", f"/v1/groups/{group_id}"))
@@ -138,11 +142,21 @@ class GroupCoordProcess:
         generation: int | None = None,
         timeout: float = 10.0,
     ) -> GroupView:
+        return await asyncio.to_thread(self.wait_group_sync, group_id, state, members, generation, timeout)
+
+    def wait_group_sync(
+        self,
+        group_id: str,
+        state: str | None = "Stable",
+        members: int | None = None,
+        generation: int | None = None,
+        timeout: float = 10.0,
+    ) -> GroupView:
         query = f"state={state or ''}&timeout_ms={int(timeout * 1000)}"
         query += f"&members={members}" if members is not None else ""
         query += f"&generation={generation}" if generation is not None else ""
         path = f"/v1/groups/{group_id}/wait?{query}"
-        return _view(await asyncio.to_thread(self.call, "GET", path, None, timeout + 10))
+        return _view(self.call("GET", path, None, timeout + 10))
 
     def fault(self, *apis: str | int, **spec: object) -> dict:
         return self.call("POST", "/v1/faults", {"apis": list(apis), **spec})
