@@ -100,3 +100,38 @@ async def test_coordinator_unavailable_for_a_while_answers_not_coordinator(group
         assert raw.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="g")).error_code == 0
     finally:
         raw.close()
+
+
+async def test_faults_apply_only_to_the_named_group(groupcoord_factory) -> None:  # type: ignore[no-untyped-def]
+    from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
+
+    coord = await groupcoord_factory(subprocess=True)
+    fault = coord.fault("FindCoordinator", error="COORDINATOR_NOT_AVAILABLE", group="other", count=None)
+    raw = RawClient(coord.host, coord.port)
+    try:
+        assert raw.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="mine")).error_code == 0
+        assert raw.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="other")).error_code == 15
+        assert raw.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="other")).error_code == 15
+    finally:
+        raw.close()
+    (listed,) = coord.call("GET", "/v1/faults")["faults"]
+    assert listed["id"] == fault["id"] and listed["fired"] == 2
+    coord.call("DELETE", f"/v1/faults/{fault['id']}")
+    assert coord.call("GET", "/v1/faults")["faults"] == []
+
+
+async def test_bad_control_requests_get_a_clear_http_error(groupcoord_factory) -> None:  # type: ignore[no-untyped-def]
+    coord = await groupcoord_factory(subprocess=True)
+    with pytest.raises(RuntimeError, match="404 no route"):
+        coord.call("GET", "/v1/nothing")
+    with pytest.raises(RuntimeError, match="400 unknown error code 'NOPE'"):
+        coord.fault("Heartbeat", error="NOPE")
+    with pytest.raises(RuntimeError, match="400 unknown API 'Nope'"):
+        coord.fault("Nope", error="NOT_COORDINATOR")
+    with pytest.raises(RuntimeError, match="400 a fault needs"):
+        coord.fault("Heartbeat")
+    with pytest.raises(RuntimeError, match="404 no member"):
+        await coord.expire_member("g", "m")
+    with pytest.raises(TimeoutError, match="did not reach"):
+        await coord.wait_group("g", timeout=0.1)
+    assert coord.call("GET", "/v1/clock")["virtual"] is True  # still serving

@@ -101,3 +101,30 @@ async def test_initial_rebalance_delay_waits_for_advance(groupcoord) -> None:  #
     finally:
         await starting
         await c.stop()
+
+
+@pytest.mark.groupcoord(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
+async def test_offsets_of_an_empty_group_expire_when_the_clock_passes_retention(groupcoord) -> None:  # type: ignore[no-untyped-def]
+    c = AIOKafkaConsumer(bootstrap_servers=groupcoord.bootstrap, group_id="g6", enable_auto_commit=False)
+    await c.start()
+    try:
+        tp = TopicPartition("t", 0)
+        c.assign([tp])
+        await c.commit({tp: OffsetAndMetadata(5, "")})  # a manual-assignment commit: the group stays Empty
+        await groupcoord.advance(58_000)
+        assert await c.committed(tp) == 5
+        await groupcoord.advance(3_000)  # past the 60 s retention and the next 1 s expiry check
+        assert await c.committed(tp) is None
+    finally:
+        await c.stop()
+
+
+async def test_wait_group_times_out_with_what_the_group_is(groupcoord) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(TimeoutError, match=r"'nobody' did not reach state=Stable.*it is Dead with 0 members"):
+        await groupcoord.wait_group("nobody", timeout=0.1)
+
+
+async def test_advance_on_the_wall_clock_is_refused(groupcoord_factory) -> None:  # type: ignore[no-untyped-def]
+    coord = await groupcoord_factory(virtual_clock=False)
+    with pytest.raises(RuntimeError, match="virtual clock"):
+        await coord.advance(1)
