@@ -75,7 +75,9 @@ class GroupCoord:
         group: str | None = None,
         client_id: str | None = None,
         for_ms: int | None = None,
+        hold: bool = False,
     ) -> Fault:
+        """See `Control.fault`; `hold=True` parks the requests until `fault.release()`."""
         return self.control.fault(
             *apis,
             error=error,
@@ -85,6 +87,7 @@ class GroupCoord:
             group=group,
             client_id=client_id,
             for_ms=for_ms,
+            hold=hold,
         )
 
     def coordinator_unavailable(

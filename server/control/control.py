@@ -173,9 +173,11 @@ class Control:
         group: str | None = None,
         client_id: str | None = None,
         for_ms: int | None = None,
+        hold: bool = False,
     ) -> Fault:
         """Make the next `count` requests of these APIs (all APIs when none named; only those naming `group`
-        or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, or drop the connection."""
+        or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the connection, or
+        (`hold`) wait until the returned fault's `release()`."""
         return self.faults.add(
             apis,
             error=error,
@@ -185,6 +187,7 @@ class Control:
             group=group,
             client_id=client_id,
             for_ms=for_ms,
+            hold=hold,
         )
 
     def coordinator_unavailable(

@@ -97,10 +97,12 @@ class Fault:
     group: str | None = None
     client_id: str | None = None
     until: float | None = None  # time.monotonic() after which it no longer applies
+    hold: bool = False  # park each taken request until `release()`
     id: int = 0
     fired: int = 0
     removed: bool = False
     _owner: FaultInjector | None = field(default=None, repr=False)
+    _held: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def matches(self, api_key: int, client_id: str, groups: tuple[str, ...]) -> bool:
         if self.apis and api_key not in self.apis:
@@ -116,9 +118,25 @@ class Fault:
         return self.until is None or time.monotonic() < self.until
 
     def remove(self) -> None:
+        """Take the fault out; requests it holds are released."""
         self.removed = True
         if self._owner is not None:
             self._owner.forget(self)
+        self.release()
+
+    def park(self, go: Callable[[], None]) -> None:
+        self._held.append(go)
+
+    @property
+    def holding(self) -> int:
+        return len(self._held)
+
+    def release(self) -> int:
+        """Let the requests this fault holds go on (to their handler, or to the injected error)."""
+        held, self._held = self._held, []
+        for go in held:
+            go()
+        return len(held)
 
     def as_json(self) -> dict:
         return {
@@ -130,6 +148,8 @@ class Fault:
             "disconnect": self.disconnect,
             "group": self.group,
             "client_id": self.client_id,
+            "hold": self.hold,
+            "held": self.holding,
             "fired": self.fired,
             "active": self.active,
         }
@@ -262,9 +282,10 @@ class FaultInjector:
         group: str | None = None,
         client_id: str | None = None,
         for_ms: int | None = None,
+        hold: bool = False,
     ) -> Fault:
-        if error is None and not disconnect and delay_ms <= 0:
-            raise ValueError("a fault needs an error, a delay or disconnect")
+        if error is None and not disconnect and delay_ms <= 0 and not hold:
+            raise ValueError("a fault needs an error, a delay, hold or disconnect")
         if count is not None and count < 1:
             raise ValueError("count must be at least 1 (or None for every matching request)")
         if delay_ms < 0:
@@ -278,6 +299,7 @@ class FaultInjector:
             group=group,
             client_id=client_id,
             until=time.monotonic() + for_ms / 1000 if for_ms is not None else None,
+            hold=hold,
             id=next(self._ids),
             _owner=self,
         )
@@ -291,9 +313,9 @@ class FaultInjector:
             self.faults.remove(fault)
 
     def clear(self) -> None:
-        for fault in self.faults:
-            fault.removed = True
-        self.faults.clear()
+        faults, self.faults = self.faults, []
+        for fault in faults:
+            fault.remove()
 
     def record(self, on: bool = True) -> None:
         self.recording = on
@@ -325,7 +347,7 @@ class FaultInjector:
                 fault.fired += 1
                 return fault
         if self.faults:
-            self.faults = [f for f in self.faults if f.active]
+            self.faults = [f for f in self.faults if f.active or f.holding]
         return None
 
     def _through(self, conn: Connection, frame: bytes) -> Reply:
@@ -359,7 +381,7 @@ class FaultInjector:
             def answer() -> Reply:
                 return self._through(conn, frame)
 
-        if fault.delay_ms <= 0:
+        if fault.delay_ms <= 0 and not fault.hold:
             return answer()
         fut = self.loop.create_future()
 
@@ -373,7 +395,11 @@ class FaultInjector:
                 return
             _resolve(fut, reply)
 
-        self.loop.call_later(fault.delay_ms / 1000, later)
+        if fault.hold:
+            delay = fault.delay_ms / 1000
+            fault.park(lambda: self.loop.call_later(delay, later))
+        else:
+            self.loop.call_later(fault.delay_ms / 1000, later)
         return Pending(fut, _identity)
 
     def _record(

@@ -10,8 +10,9 @@ One request per connection (`Connection: close`), bodies are JSON. Routes (docs/
     GET    /v1/groups/{g}/wait?state=&members=&generation=&timeout_ms=   the group, or 408
     POST   /v1/groups/{g}/members/{m}/expire          {}
     POST   /v1/faults                   {"apis", "error", "count", "delay_ms", "disconnect", "group",
-                                         "client_id", "for_ms"}   the fault with its id
+                                         "client_id", "for_ms", "hold"}   the fault with its id
     GET    /v1/faults                                 {"faults": [...]}
+    POST   /v1/faults/{id}/release                    lets the requests a hold fault parked go on
     DELETE /v1/faults  |  /v1/faults/{id}
     POST   /v1/coordinator/unavailable  {"for_ms", "error", "group"}   the fault
     POST   /v1/recording                {"on"}
@@ -31,6 +32,7 @@ import structlog
 
 if TYPE_CHECKING:
     from groupcoord.server.control.control import Control
+    from groupcoord.server.control.faults import Fault
 
 log = structlog.get_logger("groupcoord.control")
 
@@ -137,6 +139,7 @@ class ControlHttp:
                     group=body.get("group"),
                     client_id=body.get("client_id"),
                     for_ms=body.get("for_ms"),
+                    hold=bool(body.get("hold", False)),
                 )
                 return fault.as_json()
             case ("GET", ["v1", "faults"]):
@@ -145,11 +148,12 @@ class ControlHttp:
                 c.clear_faults()
                 return {}
             case ("DELETE", ["v1", "faults", fid]):
-                for fault in list(c.faults.faults):
-                    if str(fault.id) == fid:
-                        fault.remove()
-                        return fault.as_json()
-                raise HttpError(404, f"no fault {fid}")
+                fault = self._fault(fid)
+                fault.remove()
+                return fault.as_json()
+            case ("POST", ["v1", "faults", fid, "release"]):
+                fault = self._fault(fid)
+                return {"released": fault.release(), "fault": fault.as_json()}
             case ("POST", ["v1", "coordinator", "unavailable"]):
                 fault = c.coordinator_unavailable(
                     int(body["for_ms"]), body.get("error", "COORDINATOR_NOT_AVAILABLE"), body.get("group")
@@ -164,6 +168,12 @@ class ControlHttp:
                 c.clear_recorded()
                 return {}
         raise HttpError(404, f"no route {method} /{'/'.join(path)}")
+
+    def _fault(self, fid: str) -> Fault:
+        for fault in self.control.faults.faults:
+            if str(fault.id) == fid:
+                return fault
+        raise HttpError(404, f"no fault {fid}")
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict]:

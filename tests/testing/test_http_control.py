@@ -128,6 +128,8 @@ async def test_bad_control_requests_get_a_clear_http_error(groupcoord_factory) -
         coord.fault("Heartbeat", error="NOPE")
     with pytest.raises(RuntimeError, match="400 unknown API 'Nope'"):
         coord.fault("Nope", error="NOT_COORDINATOR")
+    with pytest.raises(RuntimeError, match="404 no fault 99"):
+        coord.call("POST", "/v1/faults/99/release", {})
     with pytest.raises(RuntimeError, match="400 a fault needs"):
         coord.fault("Heartbeat")
     with pytest.raises(RuntimeError, match="404 no member"):

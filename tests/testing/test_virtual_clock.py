@@ -9,6 +9,8 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
+from tests.integration.helpers import wait_for
+
 pytestmark = pytest.mark.integration
 
 SESSION_MS = 10_000
@@ -128,3 +130,20 @@ async def test_advance_on_the_wall_clock_is_refused(groupcoord_factory) -> None:
     coord = await groupcoord_factory(virtual_clock=False)
     with pytest.raises(RuntimeError, match="virtual clock"):
         await coord.advance(1)
+
+
+async def test_held_sync_group_keeps_the_group_completing_until_released(groupcoord) -> None:  # type: ignore[no-untyped-def]
+    hold = groupcoord.fault("SyncGroup", hold=True, group="g7")
+    c = AIOKafkaConsumer("t", bootstrap_servers=groupcoord.bootstrap, group_id="g7")
+    starting = asyncio.create_task(c.start())
+    try:
+        await groupcoord.wait_group("g7", state="CompletingRebalance", members=1)
+        await wait_for(lambda: hold.holding == 1, 10, "the member's SyncGroup to be held")
+        assert groupcoord.describe("g7").state == "CompletingRebalance"
+        assert hold.release() == 1
+        await starting
+        await groupcoord.wait_group("g7", state="Stable", members=1)
+    finally:
+        hold.remove()
+        await starting
+        await c.stop()
