@@ -29,8 +29,8 @@ PARTITIONS = 12
 class Member(ConsumerRebalanceListener):
     """One cooperative consumer, its consume loop and what its listener was told."""
 
-    def __init__(self, bootstrap: str, group: str, name: str) -> None:
-        self.name = name
+    def __init__(self, bootstrap: str, group: str, name: str, topic: str = TOPIC) -> None:
+        self.name, self.topic = name, topic
         self.assignor = CooperativeStickyAssignor()
         self.consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
@@ -67,7 +67,7 @@ class Member(ConsumerRebalanceListener):
         self.assigned.append(set(assigned))
 
     async def start(self) -> None:
-        self.consumer.subscribe([TOPIC], listener=self)
+        self.consumer.subscribe([self.topic], listener=self)
         await self.consumer.start()
         self.watch_rejoins()
         self.task = asyncio.create_task(self._loop())
