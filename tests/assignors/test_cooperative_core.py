@@ -46,3 +46,27 @@ def test_a_stale_claim_also_holds_a_partition_back() -> None:
     first, moving = withhold_moving(group, StickyStrategy().assign(group))
     assert ("t", 0) in moving
     assert all(("t", 0) not in a.partitions for a in first.values())
+
+
+def test_a_consumer_is_cooperative_only_if_all_its_assignors_are() -> None:
+    from groupcoord.assignors.adapters import RangeAssignor
+    from groupcoord.assignors.adapters.cooperative import CooperativeStickyAssignor, is_cooperative
+
+    assert is_cooperative([CooperativeStickyAssignor()])
+    assert not is_cooperative([CooperativeStickyAssignor(), RangeAssignor()])  # Java's rule
+    assert not is_cooperative([])
+
+
+def test_cooperative_subscription_carries_owned_partitions_and_generation_like_java() -> None:
+    import struct
+
+    from groupcoord.assignors.adapters.cooperative import CooperativeStickyAssignor
+    from groupcoord.assignors.model import TopicPartition
+    from groupcoord.protocol.consumer import decode_subscription
+
+    a = CooperativeStickyAssignor()
+    a.owned, a.generation = (TopicPartition("t", 1), TopicPartition("t", 3)), 7
+    sub = decode_subscription(a.metadata(["t"]))
+    assert sub.version == 3 and sub.generation_id == 7
+    assert [(tp.topic, tuple(tp.partitions)) for tp in sub.owned_partitions] == [("t", (1, 3))]
+    assert sub.user_data == struct.pack(">i", 7)  # Java's CooperativeStickyAssignor user data
