@@ -101,6 +101,10 @@ class GroupCoord:
     async def expire_member(self, group_id: str, member_id: str) -> None:
         await self.control.expire_member(group_id, member_id)
 
+    async def force_rebalance(self, group_id: str, reason: str = "forced") -> GroupView:
+        """See `Control.force_rebalance`: the group goes to PreparingRebalance with `reason` now."""
+        return await self.control.force_rebalance(group_id, reason)
+
     def record(self, on: bool = True) -> None:
         self.control.record(on)
 

@@ -170,6 +170,13 @@ class GroupCoordProcess:
     async def expire_member(self, group_id: str, member_id: str) -> None:
         await asyncio.to_thread(self.call, "POST", f"/v1/groups/{group_id}/members/{member_id}/expire", {})
 
+    async def force_rebalance(self, group_id: str, reason: str = "forced") -> GroupView:
+        return await asyncio.to_thread(self.force_rebalance_sync, group_id, reason)
+
+    def force_rebalance_sync(self, group_id: str, reason: str = "forced") -> GroupView:
+        """Rebalance a Stable/CompletingRebalance group now (RuntimeError with 404/409 otherwise)."""
+        return _view(self.call("POST", f"/v1/groups/{group_id}/rebalance", {"reason": reason}))
+
     def record(self, on: bool = True) -> None:
         self.call("POST", "/v1/recording", {"on": on})
 

@@ -230,6 +230,35 @@ class Control:
             await result
         await self.settle()
 
+    async def force_rebalance(self, group_id: str, reason: str = "forced") -> GroupView:
+        """Make a Stable or CompletingRebalance group rebalance now, as Kafka does when it triggers one
+        (`prepareRebalance(group, reason)`): it goes to PreparingRebalance, the journal's state_change carries
+        `reason`, members get REBALANCE_IN_PROGRESS on their next heartbeat (parked SyncGroups at once) and
+        rejoin into the next generation. Runs through the group's mailbox, after whatever it is doing.
+
+        Raises KeyError when there is no such group and ValueError when it is Empty (nobody to rebalance) or
+        already PreparingRebalance; returns the group as it is right after."""
+        runtime, machine = self.broker.runtime, self.broker.machine
+        assert runtime is not None and machine is not None
+        if not reason:
+            raise ValueError("a forced rebalance needs a reason")
+
+        def step(now: int) -> tuple[str, object]:
+            return machine.force_rebalance(group_id, reason, now)
+
+        before = runtime.call(group_id, step)
+        if isinstance(before, asyncio.Future):
+            before = await before
+        await self.settle()
+        if before == "Dead":
+            raise KeyError(f"no group {group_id!r}")
+        if before not in ("Stable", "CompletingRebalance"):
+            raise ValueError(
+                f"group {group_id!r} is {before}: only a Stable or CompletingRebalance group rebalances"
+            )
+        log.info("rebalance forced", group=group_id, reason=reason, state_from=before)
+        return self.describe(group_id)
+
     # -- recording
 
     def record(self, on: bool = True) -> None:

@@ -9,6 +9,7 @@ One request per connection (`Connection: close`), bodies are JSON. Routes (docs/
     GET    /v1/groups/{g}                             a group (state, generation, leader, members)
     GET    /v1/groups/{g}/wait?state=&members=&generation=&timeout_ms=   the group, or 408
     POST   /v1/groups/{g}/members/{m}/expire          {}
+    POST   /v1/groups/{g}/rebalance     {"reason"}    the group (PreparingRebalance), 404 or 409
     POST   /v1/faults                   {"apis", "error", "count", "delay_ms", "disconnect", "group",
                                          "client_id", "for_ms", "hold"}   the fault with its id
     GET    /v1/faults                                 {"faults": [...]}
@@ -43,6 +44,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     408: "Request Timeout",
+    409: "Conflict",
 }
 
 
@@ -128,6 +130,14 @@ class ControlHttp:
                 except KeyError as exc:
                     raise HttpError(404, exc.args[0]) from None
                 return {}
+            case ("POST", ["v1", "groups", group, "rebalance"]):
+                try:
+                    view = await c.force_rebalance(group, str(body.get("reason") or "forced"))
+                except KeyError as exc:
+                    raise HttpError(404, exc.args[0]) from None
+                except ValueError as exc:
+                    raise HttpError(409, str(exc)) from None
+                return view.as_json()
             case ("POST", ["v1", "faults"]):
                 apis = body.get("apis", body.get("api", ()))
                 fault = c.fault(

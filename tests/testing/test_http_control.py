@@ -136,4 +136,6 @@ async def test_bad_control_requests_get_a_clear_http_error(groupcoord_factory) -
         await coord.expire_member("g", "m")
     with pytest.raises(TimeoutError, match="did not reach"):
         await coord.wait_group("g", timeout=0.1)
+    with pytest.raises(RuntimeError, match="404 no group 'g'"):
+        await coord.force_rebalance("g", reason="x")
     assert coord.call("GET", "/v1/clock")["virtual"] is True  # still serving
