@@ -161,6 +161,9 @@ class GroupCoordProcess:
     def fault(self, *apis: str | int, **spec: object) -> dict:
         return self.call("POST", "/v1/faults", {"apis": list(apis), **spec})
 
+    def max_version(self, api: str | int, max_version: int | None) -> dict:
+        return self.call("POST", "/v1/versions", {"api": api, "max_version": max_version})
+
     def coordinator_unavailable(self, for_ms: int, error: str = "COORDINATOR_NOT_AVAILABLE") -> dict:
         return self.call("POST", "/v1/coordinator/unavailable", {"for_ms": for_ms, "error": error})
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.control.clock import VirtualClock
 from groupcoord.server.control.faults import (
@@ -174,10 +175,13 @@ class Control:
         client_id: str | None = None,
         for_ms: int | None = None,
         hold: bool = False,
+        versions: tuple[int, ...] = (),
+        drop_response: bool = False,
     ) -> Fault:
-        """Make the next `count` requests of these APIs (all APIs when none named; only those naming `group`
-        or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the connection, or
-        (`hold`) wait until the returned fault's `release()`."""
+        """Make the next `count` requests of these APIs (all APIs when none named; only those of `versions`,
+        naming `group` or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the
+        connection, be handled without an answer (`drop_response`), or (`hold`) wait until the returned
+        fault's `release()`."""
         return self.faults.add(
             apis,
             error=error,
@@ -188,7 +192,17 @@ class Control:
             client_id=client_id,
             for_ms=for_ms,
             hold=hold,
+            versions=tuple(versions),
+            drop_response=drop_response,
         )
+
+    def max_version(self, api: str | int, max_version: int | None) -> None:
+        """Pretend to be an older broker for `api`: ApiVersions advertises `max_version` as its highest and a
+        request above it gets UNSUPPORTED_VERSION (as any version we do not speak). None lifts the cap."""
+        self.faults.cap_version(api, max_version)
+
+    def max_versions(self) -> dict[str, int]:
+        return {ApiKey(k).name: v for k, v in sorted(self.faults.max_versions.items())}
 
     def coordinator_unavailable(
         self, for_ms: int, error: str | int = "COORDINATOR_NOT_AVAILABLE", group: str | None = None
@@ -288,6 +302,7 @@ class Control:
 
     async def close(self) -> None:
         self.faults.clear()
+        self.faults.max_versions.clear()
         self.faults.record(False)
         if self._http is not None:
             await self._http.stop()
