@@ -37,6 +37,7 @@ from groupcoord.protocol.messages.metadata import (
     MetadataResponseTopic,
 )
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
+from groupcoord.server.configs.resolve import topic_entries
 from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
@@ -239,8 +240,14 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                     logs.validate_new_topic(t.name, partitions)
                 else:
                     topic_id = await logs.create_topic(t.name, partitions, configs)
+                    await ctx.broker.configs.set_topic(t.name, str(topic_id), dict(configs))
             except LogError as exc:
                 error, message = exc.code, exc.message
+            except OSError as exc:
+                error, message = (
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"could not write the configs: {exc.strerror}",
+                )
         seen.add(t.name)
         ok = error == ErrorCode.NONE
         results.append(
@@ -251,7 +258,7 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                 error_message=message,
                 num_partitions=partitions if ok and ctx.version >= 5 else -1,
                 replication_factor=1 if ok and ctx.version >= 5 else -1,
-                configs=_result_configs(configs) if ok and ctx.version >= 5 else None,
+                configs=_result_configs(ctx, configs) if ok and ctx.version >= 5 else None,
             )
         )
     return CreateTopicsResponse(topics=tuple(results))
@@ -266,10 +273,18 @@ def _name_refusal(logs: LogManager, name: str) -> tuple[ErrorCode, str] | None:
     return None
 
 
-def _result_configs(configs: tuple[tuple[str, str], ...]) -> tuple[CreatableTopicConfigs, ...]:
-    """The configs set on the topic (source TOPIC_CONFIG, 1). Kafka lists every topic config with its
-    default as well; we keep only what was given (docs/differences.md)."""
+def _result_configs(
+    ctx: RequestContext, configs: tuple[tuple[str, str], ...]
+) -> tuple[CreatableTopicConfigs, ...]:
+    """Every topic config with its effective value and source, as Kafka's v5+ answer lists them (the given
+    ones as TOPIC_CONFIG, the rest from the broker's defaults)."""
     return tuple(
-        CreatableTopicConfigs(name=n, value=v, read_only=False, config_source=1, is_sensitive=False)
-        for n, v in configs
+        CreatableTopicConfigs(
+            name=e.name,
+            value=e.value,
+            read_only=e.read_only,
+            config_source=int(e.source),
+            is_sensitive=e.sensitive,
+        )
+        for e in topic_entries(dict(configs), ctx.broker.configs.layers)
     )
