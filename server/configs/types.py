@@ -102,6 +102,8 @@ def parse(d: ConfigDef, raw: str) -> Value:
             value = tuple(p.strip() for p in text.split(",")) if text else ()
         else:
             value = text
+    except ConfigError:
+        raise
     except ValueError:
         raise ConfigError(
             f"Invalid value {raw} for configuration {d.name}: Not a number of type {d.type.name}"
