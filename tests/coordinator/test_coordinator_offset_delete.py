@@ -42,7 +42,7 @@ def test_empty_group_offsets_are_tombstoned_and_gone(h: Harness) -> None:
 
 
 def test_stable_consumer_group_refuses_subscribed_topics_only(h: Harness) -> None:
-    (r1, r2) = h.stable_group(G, 2)
+    r1, _ = h.stable_group(G, 2)
     h.reply(h.commit(G, {("foo", 0): 3, ("other", 0): 9}, generation=1, member_id=r1.member_id))
     subscribed = h.group().subscribed_topics
     assert subscribed is not None and "foo" in subscribed and "other" not in subscribed
