@@ -29,14 +29,12 @@ from groupcoord.protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from groupcoord.server.apis.meta import CLUSTER_OPERATIONS
 from groupcoord.server.dispatch import then
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
 
-# AclOperation codes Kafka supports on CLUSTER: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12 (`AclEntry.supportedOperations(CLUSTER)`)
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 UNSET_OPERATIONS = -(2**31)
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 

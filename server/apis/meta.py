@@ -12,6 +12,7 @@ Version notes:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -38,12 +39,18 @@ from groupcoord.protocol.messages.metadata import (
 )
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.configs.resolve import topic_entries
+from groupcoord.server.dispatch import then
 from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
     from groupcoord.server.log.manager import LogManager
 
+# AclOperation bitfields of `AclEntry.supportedOperations`: TOPIC (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS) and CLUSTER (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+# ALTER_CONFIGS, IDEMPOTENT_WRITE)
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -91,6 +98,31 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
 
 
 def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
+    """Metadata, with the authorized operations v8+ may ask for (librdkafka's `describe_cluster` and
+    `describe_topics` read them from here): with no authorizer Kafka reports every operation the resource
+    supports."""
+    result = _metadata(ctx, req)
+    cluster_ops = ctx.version <= 10 and req.include_cluster_authorized_operations
+    topic_ops = req.include_topic_authorized_operations
+    if ctx.version < 8 or not (cluster_ops or topic_ops):
+        return result
+
+    def add_operations(resp: MetadataResponse) -> MetadataResponse:
+        topics = resp.topics
+        if topic_ops:
+            topics = tuple(
+                dataclasses.replace(t, topic_authorized_operations=TOPIC_OPERATIONS)
+                if t.error_code == 0
+                else t
+                for t in topics
+            )
+        ops = CLUSTER_OPERATIONS if cluster_ops else resp.cluster_authorized_operations
+        return dataclasses.replace(resp, topics=topics, cluster_authorized_operations=ops)
+
+    return then(result, add_operations)
+
+
+def _metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
     """Kafka's `handleTopicMetadataRequest`: all topics, topics by name, or (v12) topics by id.
 
     When any requested topic carries a non-zero id the request is by id (names are then ignored, as in Kafka):
