@@ -56,6 +56,10 @@ class ServerConfig:
     log_retention_bytes: int | None = None
     log_segment_bytes: int | None = None
     log_cleanup_policy: str | None = None
+    # test controls (server/control, docs/testing.md): all off unless asked for
+    virtual_clock: bool = False
+    control_host: str = "127.0.0.1"
+    control_port: int | None = None
 
     @property
     def public_host(self) -> str:
@@ -197,6 +201,20 @@ _OPTIONS: list[tuple[str, object, str]] = [
         _bool,
         "export per-partition lag and offset series; false keeps only the per-topic sums (default true)",
     ),
+    # test controls (docs/testing.md); not Kafka settings
+    (
+        "--virtual-clock",
+        _bool,
+        "tests only: group timers and offset retention run on a clock that POST /v1/clock/advance moves "
+        "(default false: the wall clock)",
+    ),
+    ("--control-host", str, "address of the HTTP control endpoint (default 127.0.0.1)"),
+    (
+        "--control-port",
+        int,
+        "tests only: serve the HTTP control endpoint (clock, faults, group waits) on this port; 0 picks a "
+        "free one (default: off)",
+    ),
 ]
 
 
@@ -278,5 +296,7 @@ def _validate(cfg: ServerConfig) -> None:
     from groupcoord.server.configs.manager import check_static_broker_values, static_broker_values
 
     problems.extend(check_static_broker_values(static_broker_values(cfg)))
+    if cfg.control_port is not None and not 0 <= cfg.control_port <= 65535:
+        problems.append("--control-port must be 0-65535")
     if problems:
         raise SystemExit("groupcoord: " + "; ".join(problems))

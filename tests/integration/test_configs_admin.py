@@ -264,14 +264,16 @@ async def test_aiokafka_admin_describes_and_alters_configs_and_the_cluster(group
         (resp,) = await admin.describe_configs(
             [AioResource(AioType.TOPIC, "aio-cfg", {"retention.bytes": None})]
         )
-        (result,) = resp.resources if hasattr(resp, "resources") else resp.results
-        entries = result[4] if isinstance(result, tuple) else result.configs
-        first = entries[0]
-        value = first[1] if isinstance(first, tuple) else first.value
-        assert value == "123456"
+        (result,) = resp.to_object()["resources"]
+        (entry,) = result["config_entries"]
+        assert (entry["config_names"], entry["config_value"], entry["config_source"]) == (
+            "retention.bytes",
+            "123456",
+            1,  # TOPIC_CONFIG
+        )
         cluster = await admin.describe_cluster()
         assert cluster["cluster_id"] == "groupcoord-cluster" and cluster["controller_id"] == 0
-        assert [b["node_id"] if "node_id" in b else b["broker_id"] for b in cluster["brokers"]] == [0]
+        assert [b["node_id"] for b in cluster["brokers"]] == [0]
     finally:
         await admin.close()
 
