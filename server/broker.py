@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import data, groups, loading, meta, offsets
+from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets
 from groupcoord.server.config import ServerConfig
+from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.manager import LogManager
+from groupcoord.server.log.topics import TopicInfo
 from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
@@ -51,6 +54,11 @@ HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: data.offset_for_leader_epoch,
     ApiKey.DELETE_TOPICS: data.delete_topics,
     ApiKey.CREATE_PARTITIONS: data.create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
+    ApiKey.ALTER_CONFIGS: configs.alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    ApiKey.OFFSET_DELETE: cluster.offset_delete,
+    ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
 }
 
 
@@ -62,6 +70,8 @@ class Broker:
         self.machine: GroupCoordinatorShard | None = None
         self.runtime: GroupRuntime | None = None
         self.topics: Any = None
+        #: topic and broker configs (server/configs)
+        self.configs: ConfigManager | None = None
         self.logs: Any = None
         self.dispatcher = Dispatcher(self, HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
@@ -88,6 +98,16 @@ class Broker:
         self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
+        self.configs = ConfigManager(
+            None if memory else cfg.data_dir / "configs.json",
+            static_broker_values(cfg),
+            cfg.node_id,
+            self._apply_log_config,
+        )
+        self.configs.load_topics(
+            {name: (str(info.topic_id), dict(info.configs)) for name, info in self.logs.topics().items()}
+        )
+        self.topics.on_created = self._topic_created
         for name, partitions in cfg.topics:
             if self.topics.get(name) is None:
                 await self.topics.create(name, partitions)
@@ -131,6 +151,20 @@ class Broker:
 
             self._control = Control(self)
         return self._control
+
+    def _apply_log_config(self, topic: str, config: LogConfig) -> None:
+        """Hand a topic's effective settings to the log engine. `LogManager.set_log_config` is the log room's
+        side of the contract (server/log/config.py); a log manager without it keeps its own defaults."""
+        if Topics.is_internal(topic):
+            return
+        setter = getattr(self.logs, "set_log_config", None)
+        if setter is not None:
+            setter(topic, config)
+
+    def _topic_created(self, info: TopicInfo) -> None:
+        """Auto-created and --topic topics follow the broker's (possibly altered) defaults."""
+        assert self.configs is not None
+        self._apply_log_config(info.name, self.configs.log_config(info.name, str(info.topic_id)))
 
     async def _load(self) -> None:
         assert self.machine is not None and self.runtime is not None

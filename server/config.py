@@ -49,6 +49,13 @@ class ServerConfig:
     metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
     metrics_partition_lag: bool = True
+    # static log defaults (Kafka's server.properties); None: not set, Kafka's default applies
+    log_retention_ms: int | None = None
+    log_retention_minutes: int | None = None
+    log_retention_hours: int | None = None
+    log_retention_bytes: int | None = None
+    log_segment_bytes: int | None = None
+    log_cleanup_policy: str | None = None
     # test controls (server/control, docs/testing.md): all off unless asked for
     virtual_clock: bool = False
     control_host: str = "127.0.0.1"
@@ -179,6 +186,16 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "serve Prometheus /metrics, /health and /ready on this port (default 0: off; docs/operations.md)",
     ),
     ("--metrics-host", str, "address of the metrics listener (default 127.0.0.1)"),
+    ("--log-retention-ms", int, "default retention.ms of every topic (default: from --log-retention-hours)"),
+    ("--log-retention-minutes", int, "default retention in minutes, used when --log-retention-ms is not set"),
+    (
+        "--log-retention-hours",
+        int,
+        "default retention in hours (default 168), used when the two above are not set",
+    ),
+    ("--log-retention-bytes", int, "default retention.bytes per partition (default -1: no size limit)"),
+    ("--log-segment-bytes", int, "default segment.bytes (default 1073741824)"),
+    ("--log-cleanup-policy", str, "default cleanup.policy: delete (default), compact or compact,delete"),
     (
         "--metrics-partition-lag",
         _bool,
@@ -276,6 +293,9 @@ def _validate(cfg: ServerConfig) -> None:
     for name, parts in cfg.topics:
         if parts < 1:
             problems.append(f"--topic {name}: give NAME:PARTITIONS with PARTITIONS >= 1")
+    from groupcoord.server.configs.manager import check_static_broker_values, static_broker_values
+
+    problems.extend(check_static_broker_values(static_broker_values(cfg)))
     if cfg.control_port is not None and not 0 <= cfg.control_port <= 65535:
         problems.append("--control-port must be 0-65535")
     if problems:

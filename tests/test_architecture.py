@@ -35,7 +35,15 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.timers",
         "protocol",
     ),
-    "server.apis": ("server.apis", "server.dispatch", "server.coordinator", "server.log", "protocol"),
+    "server.configs": ("server.configs", "server.log.config", "protocol"),
+    "server.apis": (
+        "server.apis",
+        "server.dispatch",
+        "server.coordinator",
+        "server.log",
+        "server.configs",
+        "protocol",
+    ),
     "server.network": ("server.network", "server.dispatch", "protocol"),
     # server.dispatch is not listed yet: it still names the Broker for RequestContext.broker (issue 12,
     # the narrow handler interface); server.broker and server.cli wire everything and may import anything.

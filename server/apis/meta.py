@@ -12,6 +12,7 @@ Version notes:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -37,12 +38,19 @@ from groupcoord.protocol.messages.metadata import (
     MetadataResponseTopic,
 )
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
+from groupcoord.server.configs.resolve import topic_entries
+from groupcoord.server.dispatch import then
 from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
     from groupcoord.server.log.manager import LogManager
 
+# AclOperation bitfields of `AclEntry.supportedOperations`: TOPIC (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS) and CLUSTER (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+# ALTER_CONFIGS, IDEMPOTENT_WRITE)
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -90,6 +98,31 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
 
 
 def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
+    """Metadata, with the authorized operations v8+ may ask for (librdkafka's `describe_cluster` and
+    `describe_topics` read them from here): with no authorizer Kafka reports every operation the resource
+    supports."""
+    result = _metadata(ctx, req)
+    cluster_ops = ctx.version <= 10 and req.include_cluster_authorized_operations
+    topic_ops = req.include_topic_authorized_operations
+    if ctx.version < 8 or not (cluster_ops or topic_ops):
+        return result
+
+    def add_operations(resp: MetadataResponse) -> MetadataResponse:
+        topics = resp.topics
+        if topic_ops:
+            topics = tuple(
+                dataclasses.replace(t, topic_authorized_operations=TOPIC_OPERATIONS)
+                if t.error_code == 0
+                else t
+                for t in topics
+            )
+        ops = CLUSTER_OPERATIONS if cluster_ops else resp.cluster_authorized_operations
+        return dataclasses.replace(resp, topics=topics, cluster_authorized_operations=ops)
+
+    return then(result, add_operations)
+
+
+def _metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
     """Kafka's `handleTopicMetadataRequest`: all topics, topics by name, or (v12) topics by id.
 
     When any requested topic carries a non-zero id the request is by id (names are then ignored, as in Kafka):
@@ -239,8 +272,14 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                     logs.validate_new_topic(t.name, partitions)
                 else:
                     topic_id = await logs.create_topic(t.name, partitions, configs)
+                    await ctx.broker.configs.set_topic(t.name, str(topic_id), dict(configs))
             except LogError as exc:
                 error, message = exc.code, exc.message
+            except OSError as exc:
+                error, message = (
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"could not write the configs: {exc.strerror}",
+                )
         seen.add(t.name)
         ok = error == ErrorCode.NONE
         results.append(
@@ -251,7 +290,7 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                 error_message=message,
                 num_partitions=partitions if ok and ctx.version >= 5 else -1,
                 replication_factor=1 if ok and ctx.version >= 5 else -1,
-                configs=_result_configs(configs) if ok and ctx.version >= 5 else None,
+                configs=_result_configs(ctx, configs) if ok and ctx.version >= 5 else None,
             )
         )
     return CreateTopicsResponse(topics=tuple(results))
@@ -266,10 +305,18 @@ def _name_refusal(logs: LogManager, name: str) -> tuple[ErrorCode, str] | None:
     return None
 
 
-def _result_configs(configs: tuple[tuple[str, str], ...]) -> tuple[CreatableTopicConfigs, ...]:
-    """The configs set on the topic (source TOPIC_CONFIG, 1). Kafka lists every topic config with its
-    default as well; we keep only what was given (docs/differences.md)."""
+def _result_configs(
+    ctx: RequestContext, configs: tuple[tuple[str, str], ...]
+) -> tuple[CreatableTopicConfigs, ...]:
+    """Every topic config with its effective value and source, as Kafka's v5+ answer lists them (the given
+    ones as TOPIC_CONFIG, the rest from the broker's defaults)."""
     return tuple(
-        CreatableTopicConfigs(name=n, value=v, read_only=False, config_source=1, is_sensitive=False)
-        for n, v in configs
+        CreatableTopicConfigs(
+            name=e.name,
+            value=e.value,
+            read_only=e.read_only,
+            config_source=int(e.source),
+            is_sensitive=e.sensitive,
+        )
+        for e in topic_entries(dict(configs), ctx.broker.configs.layers)
     )

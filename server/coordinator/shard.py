@@ -113,6 +113,13 @@ class GroupCoordinatorShard:
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
         return self.offset_manager.fetch_offsets(req, now_ms)
 
+    def delete_offsets(
+        self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]], now_ms: int
+    ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
+        """OffsetDelete (API 47): the result and the tombstones to write before answering."""
+        fx = self._ctx.begin(now_ms)
+        return self.offset_manager.delete_offsets(group_id, topics), fx
+
     # ============================================================ across managers: delete, cleanup
 
     def delete_groups(self, ids: Iterable[str], now_ms: int) -> tuple[list[tuple[str, int]], Effects]:
