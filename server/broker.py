@@ -9,12 +9,13 @@ from typing import Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import data, groups, loading, meta, offsets
+from groupcoord.server.apis import data, groups, loading, meta, offsets, records
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
@@ -48,6 +49,7 @@ HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: data.offset_for_leader_epoch,
     ApiKey.DELETE_TOPICS: data.delete_topics,
     ApiKey.CREATE_PARTITIONS: data.create_partitions,
+    ApiKey.DELETE_RECORDS: records.delete_records,
 }
 
 
@@ -80,7 +82,15 @@ class Broker:
         self.store = MemoryStateStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
         await self.store.open()
         flush = "always" if cfg.log_flush == "acks-all" else "never"
-        self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
+        maintenance = MaintenanceConfig(
+            retention_check_interval_ms=cfg.log_retention_check_interval_ms,
+            cleaner_backoff_ms=cfg.log_cleaner_backoff_ms,
+            cleaner_enable=cfg.log_cleaner_enable,
+            cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
+        )
+        self.logs = LogManager(
+            None if memory else cfg.data_dir, storage=cfg.storage, flush=flush, maintenance=maintenance
+        )
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
         for name, partitions in cfg.topics:
