@@ -219,3 +219,35 @@ def test_a_changelog_shrinks_after_compaction_and_restores_the_same_state(server
             producer.send("store-changelog", value=b"no key", partition=0).get(timeout=15)
     finally:
         producer.close()
+
+
+def test_kill_9_in_the_middle_of_a_clean_loses_nothing_acknowledged(server_factory, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The cleaner is throttled so that a clean takes seconds; the server is killed while a cleaned segment
+    is being written, restarted, and the changelog still restores every acknowledged update."""
+    data = tmp_path / "kill9"
+    throttled = ("--log-cleaner-io-max-bytes-per-second", "300000")
+    server = server_factory(*FAST, *throttled, data_dir=data)
+    configs = {"cleanup.policy": "compact", "segment.bytes": "65536", "min.cleanable.dirty.ratio": "0.01"}
+    asyncio.run(create(server, "kv", configs))
+    items: list[tuple[bytes | None, bytes | None]] = [
+        (b"k%d" % (i % 50), b"%d" % i + b"-" * 200) for i in range(3000)
+    ]
+    items += [(b"z%d" % i, b"z") for i in range(400)]
+    expected = dict(items)
+    asyncio.run(
+        produce(
+            server,
+            "kv",
+            items,
+        )
+    )
+    part = data / "topics" / "kv-0"
+    deadline = time.monotonic() + 30
+    while not list(part.glob("*.cleaned")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(part.glob("*.cleaned")), "the cleaner never started writing"
+    server.kill()
+    restarted = server_factory(*FAST, data_dir=data)
+    state, _ = restore_aiokafka(restarted, "kv")
+    assert state == expected
+    assert not list(part.glob("*.cleaned")) and not list(part.glob("*.swap"))
