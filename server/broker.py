@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -23,8 +23,11 @@ from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
-from groupcoord.server.timers import wall_ms
+from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
 from groupcoord.server.topics import Topics
+
+if TYPE_CHECKING:
+    from groupcoord.server.control import Control
 
 log = structlog.get_logger("groupcoord.server")
 
@@ -71,8 +74,10 @@ class Broker:
         #: metrics and probes (`--metrics-port`); None when off
         self.ops: Ops | None = None
         self._server: asyncio.base_events.Server | None = None
-        self._cleanup: asyncio.TimerHandle | None = None
         self.guard: ConnectionGuard | None = None
+        self._cleanup: TimerService | None = None
+        self.clock: Clock = WALL_CLOCK
+        self._control: Control | None = None  # made on first use
 
     async def start(self) -> None:
         cfg = self.config
@@ -98,8 +103,13 @@ class Broker:
                 await self.topics.create(name, partitions)
         self.journal = Journal(cfg.data_dir / "journal" if cfg.journal else None, cfg.journal_max_bytes)
         self.journal.open(wall_ms())
+        if cfg.virtual_clock:
+            from groupcoord.server.control.clock import VirtualClock
+
+            self.clock = VirtualClock(wall_ms())
         self.machine = GroupCoordinatorShard(cfg.coordinator())
-        self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop)
+        self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)
+        self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
         if cfg.metrics_port:
             self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
             self.dispatcher.observer = self.ops
@@ -121,6 +131,16 @@ class Broker:
             reuse_address=True,
         )
         self.loaded = self.loop.create_task(self._load())
+        if cfg.control_port is not None:
+            await self.controls().serve_http(cfg.control_host, cfg.control_port)
+
+    def controls(self) -> Control:
+        """The test controls (virtual clock, faults, observation); inert until a test uses them."""
+        if self._control is None:
+            from groupcoord.server.control import Control
+
+            self._control = Control(self)
+        return self._control
 
     async def _load(self) -> None:
         assert self.machine is not None and self.runtime is not None
@@ -128,7 +148,7 @@ class Broker:
         records = await self.store.load()
         for rec in records:
             self.machine.replay(rec)
-        effects = self.machine.finish_load(wall_ms())
+        effects = self.machine.finish_load(self.clock.now_ms())
         if effects:
             self.runtime.apply_unowned(effects)
         self.load_ms = wall_ms() - started
@@ -144,12 +164,11 @@ class Broker:
         return self._server.sockets[0].getsockname()[1]
 
     def _schedule_cleanup(self) -> None:
-        assert self.loop is not None
-        self._cleanup = self.loop.call_later(
-            self.config.offsets_retention_check_interval_ms / 1000, self._run_cleanup
-        )
+        assert self._cleanup is not None
+        interval = self.config.offsets_retention_check_interval_ms
+        self._cleanup.schedule("offsets_cleanup", self.clock.now_ms() + interval)
 
-    def _run_cleanup(self) -> None:
+    def _run_cleanup(self, _key: object = None) -> None:
         assert self.runtime is not None and self.machine is not None
         machine, ops = self.machine, self.ops
 
@@ -175,9 +194,11 @@ class Broker:
             with contextlib.suppress(Exception):
                 await self.loaded
         if self._cleanup is not None:
-            self._cleanup.cancel()
+            self._cleanup.close()
         if self.guard is not None:
             self.guard.close()
+        if self._control is not None:
+            await self._control.close()
         for conn in list(self.dispatcher.connections):
             if conn.transport is not None:
                 conn.transport.close()

@@ -53,6 +53,10 @@ class ServerConfig:
     log_cleaner_backoff_ms: int = 15000
     log_cleaner_enable: bool = True
     log_cleaner_io_max_bytes_per_second: float = float("inf")
+    # test controls (server/control, docs/testing.md): all off unless asked for
+    virtual_clock: bool = False
+    control_host: str = "127.0.0.1"
+    control_port: int | None = None
 
     @property
     def public_host(self) -> str:
@@ -201,6 +205,20 @@ _OPTIONS: list[tuple[str, object, str]] = [
         float,
         "cap on the cleaner's read+write rate (default unlimited)",
     ),
+    # test controls (docs/testing.md); not Kafka settings
+    (
+        "--virtual-clock",
+        _bool,
+        "tests only: group timers and offset retention run on a clock that POST /v1/clock/advance moves "
+        "(default false: the wall clock)",
+    ),
+    ("--control-host", str, "address of the HTTP control endpoint (default 127.0.0.1)"),
+    (
+        "--control-port",
+        int,
+        "tests only: serve the HTTP control endpoint (clock, faults, group waits) on this port; 0 picks a "
+        "free one (default: off)",
+    ),
 ]
 
 
@@ -283,5 +301,7 @@ def _validate(cfg: ServerConfig) -> None:
     for name, parts in cfg.topics:
         if parts < 1:
             problems.append(f"--topic {name}: give NAME:PARTITIONS with PARTITIONS >= 1")
+    if cfg.control_port is not None and not 0 <= cfg.control_port <= 65535:
+        problems.append("--control-port must be 0-65535")
     if problems:
         raise SystemExit("groupcoord: " + "; ".join(problems))

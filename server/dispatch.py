@@ -22,11 +22,16 @@ from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsRes
 
 if TYPE_CHECKING:
     from groupcoord.server.broker import Broker
+    from groupcoord.server.control.faults import FaultInjector
     from groupcoord.server.network import Connection
 
 log = structlog.get_logger("groupcoord.dispatch")
 
 Handler = Callable[["RequestContext", Any], Any]
+
+
+PASS: Any = object()
+"""What the fault-injection hook returns to let a request through to its handler."""
 
 
 class Mapped:
@@ -114,6 +119,7 @@ class Dispatcher:
         # requests that carried bytes after their last field (ignored, as Kafka does) and how many bytes
         self.requests_with_ignored_bytes = 0
         self.ignored_request_bytes = 0
+        self.faults: FaultInjector | None = None  # test controls (server/control); None in production
         self.api_versions_table = tuple(
             ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
@@ -142,6 +148,10 @@ class Dispatcher:
         if ignored:
             self._ignored(conn, api_key, version, frame, ignored)
         ctx = RequestContext(self.broker, conn, api_key, version, correlation_id, header.client_id)
+        if self.faults:  # fault injection and request recording (tests only): may answer instead
+            injected = self.faults.intercept(ctx, request, frame)
+            if injected is not PASS:
+                return injected
         if self.broker.loading:
             handler = self.while_loading.get(api_key, handler)
         try:

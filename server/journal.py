@@ -16,6 +16,7 @@ import concurrent.futures
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ class Journal:
         self.lines_dropped = 0  # lost to failed writes or to the pending cap
         self.failing: str | None = None  # the error of the current run of failed writes, if any
         self._dropped_in_failure = 0
+        self.listeners: list[Callable[[dict], None]] = []  # test controls observe events (server/control)
 
     def open(self, start_ms: int) -> None:
         self._start_ms = start_ms
@@ -62,6 +64,8 @@ class Journal:
             self.directory.mkdir(parents=True, exist_ok=True)
 
     def append(self, event: dict) -> None:
+        for listener in self.listeners:
+            listener(event)
         if self.directory is None:
             return
         self._seq += 1

@@ -30,7 +30,7 @@ from groupcoord.server.coordinator.types import (
 )
 from groupcoord.server.journal import Journal
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
-from groupcoord.server.timers import TimerService, wall_ms
+from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
 
 log = structlog.get_logger("groupcoord.coordinator")
 UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -54,12 +54,14 @@ class GroupRuntime:
         store: StateStore,
         journal: Journal,
         loop: asyncio.AbstractEventLoop,
+        clock: Clock = WALL_CLOCK,
     ) -> None:
         self.machine = machine
         self.store = store
         self.journal = journal
         self.loop = loop
-        self.timers = TimerService(loop, self._timer_fired)
+        self.now_ms = clock.now_ms  # "now" for the state machine: the wall clock, or a test's virtual clock
+        self.timers = TimerService(loop, self._timer_fired, clock)
         self._boxes: dict[str, _Mailbox] = {}
         # a synchronous store is written inside the call (no mailbox wait); see storage/base.py
         self._sync_store: SynchronousStateStore | None = (
@@ -88,7 +90,7 @@ class GroupRuntime:
             box.queue.append((step, fut, failed))
             return fut
         try:
-            result, effects = step(wall_ms())
+            result, effects = step(self.now_ms())
         except Exception:
             self._step_failed(group_id)
             if failed is None:
@@ -140,7 +142,7 @@ class GroupRuntime:
             if isinstance(member.sync_token, asyncio.Future) and not member.sync_token.done():
                 member.sync_token.set_result(SyncGroupResult(UNKNOWN_SERVER_ERROR))
         self.timers.cancel_where(lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id)
-        now = wall_ms()
+        now = self.now_ms()
         record = GroupRecord(
             group_id,
             GroupMetadataValue(
@@ -176,7 +178,7 @@ class GroupRuntime:
         When the step writes records to an asynchronous store the result comes back as a future resolved
         once the write is durable, so a DeleteGroups answer never precedes its tombstones.
         """
-        result, effects = step(wall_ms())
+        result, effects = step(self.now_ms())
         if not effects:
             return result
         if effects.records and self._sync_store is None:
@@ -285,7 +287,7 @@ class GroupRuntime:
 
     def _finish(self, group_id: str | None, effects: Effects, ok: bool) -> None:
         if effects.after_persist is not None:
-            more = effects.after_persist(ok, wall_ms())
+            more = effects.after_persist(ok, self.now_ms())
             if more:
                 self._apply(group_id, more)
         for token, result in effects.replies:
@@ -297,7 +299,7 @@ class GroupRuntime:
         while box is not None and box.queue and not box.busy:
             step, fut, failed = box.queue.popleft()
             try:
-                result, effects = step(wall_ms())
+                result, effects = step(self.now_ms())
             except Exception as exc:
                 self._step_failed(group_id)
                 if fut is not None and not fut.done():

@@ -1,0 +1,265 @@
+"""`Control`: what a test does to a running coordinator, in-process (the pytest plugin) or over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import structlog
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.control.clock import VirtualClock
+from groupcoord.server.control.faults import (
+    COORDINATOR_APIS,
+    Fault,
+    FaultInjector,
+    Recorded,
+    api_key_of,
+    error_code_of,
+)
+from groupcoord.server.control.views import GroupView, MemberView
+
+if TYPE_CHECKING:
+    from groupcoord.server.broker import Broker
+    from groupcoord.server.control.http import ControlHttp
+
+log = structlog.get_logger("groupcoord.control")
+
+
+class EventStream:
+    """One group's events as an async iterator; `close()` (or leaving an `async with`) unsubscribes."""
+
+    def __init__(self, group_id: str, registry: list[EventStream]) -> None:
+        self.group_id = group_id
+        self.queue: asyncio.Queue[dict] = asyncio.Queue()
+        self._registry = registry
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> dict:
+        return await self.queue.get()
+
+    def close(self) -> None:
+        if self in self._registry:
+            self._registry.remove(self)
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Control:
+    def __init__(self, broker: Broker) -> None:
+        assert broker.loop is not None and broker.journal is not None, "start the broker first"
+        self.broker = broker
+        self.faults = FaultInjector(broker.dispatcher, broker.loop)
+        self._changed = asyncio.Event()
+        self._subscribers: list[EventStream] = []
+        broker.journal.listeners.append(self._on_event)
+        self._http: ControlHttp | None = None
+        self.http_port: int | None = None
+
+    # -- time
+
+    @property
+    def virtual(self) -> bool:
+        return isinstance(self.broker.clock, VirtualClock)
+
+    def now_ms(self) -> int:
+        return self.broker.clock.now_ms()
+
+    async def advance(self, ms: int) -> int:
+        """Move the virtual clock `ms` forward, firing the due timers in deadline order; each deadline's
+        effects (writes, then replies) complete before the next fires. Returns the new now."""
+        clock = self.broker.clock
+        if not isinstance(clock, VirtualClock):
+            raise RuntimeError("advance() needs a server started with the virtual clock (--virtual-clock)")
+        if ms < 0:
+            raise ValueError("cannot move the clock backwards")
+        await self.settle()
+        target = clock.now_ms() + ms
+        while clock.step(target):
+            await self.settle()
+        clock.set(target)
+        await self.settle()
+        return target
+
+    async def settle(self) -> None:
+        """Let queued callbacks run and in-flight state writes finish."""
+        runtime = self.broker.runtime
+        for _ in range(3):
+            await asyncio.sleep(0)
+            if runtime is not None:
+                await runtime.quiesce()
+
+    # -- observation
+
+    def describe(self, group_id: str) -> GroupView:
+        machine = self.broker.machine
+        assert machine is not None
+        described = machine.describe_groups([group_id])[0]
+        g = machine.group(group_id)
+        return GroupView(
+            group_id=group_id,
+            state=described.state,
+            generation=g.generation_id if g is not None else 0,
+            protocol_type=described.protocol_type,
+            protocol=(g.protocol_name or "") if g is not None else "",
+            leader=g.leader_id if g is not None else None,
+            members=tuple(
+                MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.assignment)
+                for m in described.members
+            ),
+        )
+
+    def group_ids(self) -> list[str]:
+        assert self.broker.machine is not None
+        return list(self.broker.machine.group_ids())
+
+    async def wait_group(
+        self,
+        group_id: str,
+        state: str | None = "Stable",
+        members: int | None = None,
+        generation: int | None = None,
+        timeout: float = 10.0,
+    ) -> GroupView:
+        """Wait until the group is in `state` with `members` members at generation >= `generation`."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            view = self.describe(group_id)
+            if view.matches(state, members, generation):
+                return view
+            left = deadline - loop.time()
+            if left <= 0:
+                raise TimeoutError(
+                    f"group {group_id!r} did not reach state={state} members={members} "
+                    f"generation>={generation} within {timeout}s; it is {view.state} with "
+                    f"{len(view.members)} members at generation {view.generation}"
+                )
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), min(left, 0.05))
+            except TimeoutError:
+                pass
+
+    def events(self, group_id: str) -> EventStream:
+        """The group's journal events from this call on (state changes, joins, leaves, expiries), as an
+        async iterator; subscribed at once, so nothing between this call and the first `anext` is missed."""
+        stream = EventStream(group_id, self._subscribers)
+        self._subscribers.append(stream)
+        return stream
+
+    def _on_event(self, event: dict) -> None:
+        self._changed.set()
+        gid = event.get("group")
+        for stream in self._subscribers:
+            if stream.group_id == gid:
+                stream.queue.put_nowait(dict(event))
+
+    # -- faults
+
+    def fault(
+        self,
+        *apis: str | int,
+        error: str | int | None = None,
+        count: int | None = 1,
+        delay_ms: int = 0,
+        disconnect: bool = False,
+        group: str | None = None,
+        client_id: str | None = None,
+        for_ms: int | None = None,
+        hold: bool = False,
+    ) -> Fault:
+        """Make the next `count` requests of these APIs (all APIs when none named; only those naming `group`
+        or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the connection, or
+        (`hold`) wait until the returned fault's `release()`."""
+        return self.faults.add(
+            apis,
+            error=error,
+            count=count,
+            delay_ms=delay_ms,
+            disconnect=disconnect,
+            group=group,
+            client_id=client_id,
+            for_ms=for_ms,
+            hold=hold,
+        )
+
+    def coordinator_unavailable(
+        self, for_ms: int, error: str | int = "COORDINATOR_NOT_AVAILABLE", group: str | None = None
+    ) -> Fault:
+        """Every coordinator request (FindCoordinator and the group APIs) fails with `error` for `for_ms`
+        wall-clock milliseconds: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        code = ErrorCode(error_code_of(error))
+        if code not in (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            ErrorCode.NOT_COORDINATOR,
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ):
+            raise ValueError(f"{code.name} is not a coordinator-availability error")
+        return self.faults.add(COORDINATOR_APIS, error=int(code), count=None, group=group, for_ms=for_ms)
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    async def expire_member(self, group_id: str, member_id: str) -> None:
+        """End one member's session now, as if its heartbeats had stopped: removed with reason
+        session_timeout, and the group rebalances as Kafka's would."""
+        runtime, machine = self.broker.runtime, self.broker.machine
+        assert runtime is not None and machine is not None
+        g = machine.group(group_id)
+        if g is None or member_id not in g.members:
+            raise KeyError(f"no member {member_id!r} in group {group_id!r}")
+        key = ("heartbeat", group_id, member_id)
+
+        def step(now: int) -> tuple[None, object]:
+            group = machine.group(group_id)
+            member = group.members.get(member_id) if group is not None else None
+            if member is None:
+                return None, None
+            member.hb_deadline = now  # its session ends now; the machine's own expiry path does the rest
+            return None, machine.on_timer(key, now)
+
+        result = runtime.call(group_id, step)
+        if isinstance(result, asyncio.Future):
+            await result
+        await self.settle()
+
+    # -- recording
+
+    def record(self, on: bool = True) -> None:
+        self.faults.record(on)
+
+    def recorded(self, api: str | int | None = None, group: str | None = None) -> list[Recorded]:
+        key = api_key_of(api) if api is not None else None
+        return [
+            r
+            for r in self.faults.recorded
+            if (key is None or r.api_key == key) and (group is None or group in r.groups)
+        ]
+
+    def clear_recorded(self) -> None:
+        self.faults.recorded.clear()
+
+    # -- HTTP endpoint and lifetime
+
+    async def serve_http(self, host: str, port: int) -> int:
+        """Serve these controls as JSON over HTTP (server/control/http.py); returns the bound port."""
+        from groupcoord.server.control.http import ControlHttp
+
+        self._http = ControlHttp(self)
+        self.http_port = await self._http.start(host, port)
+        log.info("control endpoint listening", host=host, port=self.http_port)
+        return self.http_port
+
+    async def close(self) -> None:
+        self.faults.clear()
+        self.faults.record(False)
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None

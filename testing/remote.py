@@ -1,0 +1,198 @@
+"""A coordinator in a child process, controlled over its HTTP control endpoint.
+
+For blocking clients (kafka-python, confluent-kafka), for a server shared by a whole session, and as the
+reference user of the HTTP endpoint that Java, Go and JavaScript suites call the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from groupcoord.server.control.views import GroupView, MemberView
+
+ARGS_DEFAULTS: dict[str, object] = {
+    "group_initial_rebalance_delay_ms": 0,
+    "group_min_session_timeout_ms": 1000,
+    "storage": "memory",
+}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class GroupCoordProcess:
+    """`groupcoord serve --virtual-clock --control-port` in a child process; its log in `log_path`."""
+
+    def __init__(self, data_dir: Path, virtual_clock: bool = True, **options: object) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.control_port = free_port()
+        self.virtual_clock = virtual_clock
+        self.options = {**ARGS_DEFAULTS, **options}
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-groupcoord.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def control_url(self) -> str:
+        return f"http://{self.host}:{self.control_port}"
+
+    def start(self, timeout: float = 20.0) -> GroupCoordProcess:
+        cmd = [
+            sys.executable,
+            "-m",
+            "groupcoord.server",
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
+        cmd += ["--data-dir", str(self.data_dir), "--control-port", str(self.control_port)]
+        cmd += ["--virtual-clock", "true" if self.virtual_clock else "false"]
+        for name, value in self.options.items():
+            cmd += [
+                "--" + name.replace("_", "-"),
+                str(value).lower() if isinstance(value, bool) else str(value),
+            ]
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdout=log, stderr=log, env=dict(os.environ, PYTHONUNBUFFERED="1")
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"groupcoord exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                self.call("GET", "/v1/clock")
+                return self
+            except OSError:
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"groupcoord did not answer within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-20000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        """kill -9: nothing is flushed (durability tests restart with `start()` on the same data_dir)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    # -- the controls, over HTTP
+
+    def call(self, method: str, path: str, body: dict | None = None, timeout: float = 30.0) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.control_url + path, data=data, method=method)
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            message = json.loads(exc.read() or b"{}").get("error", str(exc))
+            if exc.code == 408:
+                raise TimeoutError(message) from None
+            raise RuntimeError(f"{method} {path}: {exc.code} {message}") from None
+
+    async def advance(self, ms: int) -> int:
+        return await asyncio.to_thread(self.advance_sync, ms)
+
+    def advance_sync(self, ms: int) -> int:
+        """`advance` for tests that drive blocking clients (kafka-python, confluent-kafka) from threads."""
+        return self.call("POST", "/v1/clock/advance", {"ms": ms})["now_ms"]
+
+    def describe(self, group_id: str) -> GroupView:
+        return _view(self.call("GET", f"/v1/groups/{group_id}"))
+
+    async def wait_group(
+        self,
+        group_id: str,
+        state: str | None = "Stable",
+        members: int | None = None,
+        generation: int | None = None,
+        timeout: float = 10.0,
+    ) -> GroupView:
+        return await asyncio.to_thread(self.wait_group_sync, group_id, state, members, generation, timeout)
+
+    def wait_group_sync(
+        self,
+        group_id: str,
+        state: str | None = "Stable",
+        members: int | None = None,
+        generation: int | None = None,
+        timeout: float = 10.0,
+    ) -> GroupView:
+        query = f"state={state or ''}&timeout_ms={int(timeout * 1000)}"
+        query += f"&members={members}" if members is not None else ""
+        query += f"&generation={generation}" if generation is not None else ""
+        path = f"/v1/groups/{group_id}/wait?{query}"
+        return _view(self.call("GET", path, None, timeout + 10))
+
+    def fault(self, *apis: str | int, **spec: object) -> dict:
+        return self.call("POST", "/v1/faults", {"apis": list(apis), **spec})
+
+    def coordinator_unavailable(self, for_ms: int, error: str = "COORDINATOR_NOT_AVAILABLE") -> dict:
+        return self.call("POST", "/v1/coordinator/unavailable", {"for_ms": for_ms, "error": error})
+
+    def clear_faults(self) -> None:
+        self.call("DELETE", "/v1/faults")
+
+    async def expire_member(self, group_id: str, member_id: str) -> None:
+        await asyncio.to_thread(self.call, "POST", f"/v1/groups/{group_id}/members/{member_id}/expire", {})
+
+    def record(self, on: bool = True) -> None:
+        self.call("POST", "/v1/recording", {"on": on})
+
+    def recorded(self, api: str | None = None, group: str | None = None) -> list[dict]:
+        query = "&".join(f"{k}={v}" for k, v in (("api", api), ("group", group)) if v is not None)
+        return self.call("GET", f"/v1/requests?{query}")["requests"]
+
+
+def _view(data: dict) -> GroupView:
+    members = tuple(
+        MemberView(
+            m["member_id"],
+            m["group_instance_id"],
+            m["client_id"],
+            m["client_host"],
+            bytes.fromhex(m["assignment"]),
+        )
+        for m in data["members"]
+    )
+    return GroupView(**{**data, "members": members})
+
+
+def spawn_groupcoord(data_dir: Path, *, virtual_clock: bool = True, **options: object) -> GroupCoordProcess:
+    """Start a coordinator process with its control endpoint; `options` are Kafka config names with
+    underscores, passed as `--kafka-name-with-dashes` flags."""
+    return GroupCoordProcess(data_dir, virtual_clock, **options).start()
