@@ -5,6 +5,7 @@ The core (this package's top level) is pure: no I/O and no aiokafka import. Buil
 aiokafka adapters live in :mod:`groupcoord.assignors.adapters` (imported on demand so the core stays light).
 """
 
+from groupcoord.assignors.cooperative import CooperativeStickyStrategy
 from groupcoord.assignors.copartition import CopartitionStrategy
 from groupcoord.assignors.model import (
     AssignmentError,
@@ -26,6 +27,7 @@ from groupcoord.assignors.sticky import StickyStrategy
 
 __all__ = [
     "AssignmentError",
+    "CooperativeStickyStrategy",
     "CopartitionMismatchError",
     "CopartitionStrategy",
     "GroupAssignment",

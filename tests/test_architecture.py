@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline")
+SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline", "membership")
 
 #: room (a module or package, as `groupcoord.<room>`) -> the rooms it may import from
 ALLOWED: dict[str, tuple[str, ...]] = {
     "protocol": ("protocol",),
     "assignors": ("assignors", "protocol"),
     "pipeline": ("pipeline",),
+    "membership": ("membership", "protocol"),
     "server.coordinator": ("server.coordinator", "protocol"),
     "server.storage": ("server.storage", "server.coordinator.records"),
     "server.log": ("server.log", "protocol"),

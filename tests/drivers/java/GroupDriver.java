@@ -6,7 +6,8 @@ import org.apache.kafka.clients.admin.Admin;
 /**
  * Java client (kafka-clients 4.3, classic group protocol) group scenarios, all members as threads of one JVM.
  *
- * Usage: GroupDriver (group3|static) BOOTSTRAP TOPIC GROUP. Events go to stdout as JSON lines; at each
+ * Usage: GroupDriver (group3|static|hold) BOOTSTRAP TOPIC GROUP [MEMBERS]. `-Dpartition.assignment.strategy=CLASS`
+ * sets the members' assignor (e.g. org.apache.kafka.clients.consumer.CooperativeStickyAssignor). Events go to stdout as JSON lines; at each
  * `phase` event the driver waits for a line on stdin while the test checks the server side.
  */
 public final class GroupDriver {
@@ -20,6 +21,7 @@ public final class GroupDriver {
         switch (scenario) {
             case "group3" -> groupOfThree(bootstrap, topic, group);
             case "static" -> staticRestart(bootstrap, topic, group);
+            case "hold" -> hold(bootstrap, topic, group, Integer.parseInt(args[4]));
             default -> throw new IllegalArgumentException(scenario);
         }
         Out.emit("done");
@@ -82,6 +84,20 @@ public final class GroupDriver {
         Common.await("consume the next 20 records", 30, members, () -> seen.size() == 40);
         Out.phase("restarted", "generation", generation, "old", old.describe(), "members", Common.describe(members),
                 "restarted_values", restarted.valuesSnapshot());
+        for (Member m : members) {
+            m.close();
+        }
+    }
+
+    /** MEMBERS members join an existing topic's group and consume until the test lets the `running` phase end. */
+    static void hold(String bootstrap, String topic, String group, int count) throws Exception {
+        Map<String, String> seen = Member.sharedSeen();
+        List<Member> members = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            members.add(new Member(bootstrap, group, topic, "java-h" + i, null, 10000, seen));
+        }
+        Out.phase("running", "members", count);
+        Out.phase("stopping", "members", Common.describe(members));
         for (Member m : members) {
             m.close();
         }

@@ -57,6 +57,10 @@ final class Member implements Runnable {
         if (instanceId != null) {
             props.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instanceId);
         }
+        String strategy = System.getProperty("partition.assignment.strategy");  // e.g. ...CooperativeStickyAssignor
+        if (strategy != null) {
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, strategy);
+        }
         thread = new Thread(this, name);
         thread.setDaemon(true);
         thread.start();
