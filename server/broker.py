@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets
+from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
@@ -17,6 +17,7 @@ from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
 from groupcoord.server.log.config import LogConfig
+from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.log.topics import TopicInfo
 from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
@@ -59,6 +60,7 @@ HANDLERS = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
     ApiKey.OFFSET_DELETE: cluster.offset_delete,
     ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
+    ApiKey.DELETE_RECORDS: records.delete_records,
 }
 
 
@@ -95,7 +97,15 @@ class Broker:
         self.store = MemoryStateStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
         await self.store.open()
         flush = "always" if cfg.log_flush == "acks-all" else "never"
-        self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
+        maintenance = MaintenanceConfig(
+            retention_check_interval_ms=cfg.log_retention_check_interval_ms,
+            cleaner_backoff_ms=cfg.log_cleaner_backoff_ms,
+            cleaner_enable=cfg.log_cleaner_enable,
+            cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
+        )
+        self.logs = LogManager(
+            None if memory else cfg.data_dir, storage=cfg.storage, flush=flush, maintenance=maintenance
+        )
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
         self.configs = ConfigManager(
@@ -153,13 +163,11 @@ class Broker:
         return self._control
 
     def _apply_log_config(self, topic: str, config: LogConfig) -> None:
-        """Hand a topic's effective settings to the log engine. `LogManager.set_log_config` is the log room's
-        side of the contract (server/log/config.py); a log manager without it keeps its own defaults."""
+        """Hand a topic's effective settings to the log engine (`LogManager.set_log_config`, the log room's side
+        of the contract in server/log/config.py)."""
         if Topics.is_internal(topic):
             return
-        setter = getattr(self.logs, "set_log_config", None)
-        if setter is not None:
-            setter(topic, config)
+        self.logs.set_log_config(topic, config)
 
     def _topic_created(self, info: TopicInfo) -> None:
         """Auto-created and --topic topics follow the broker's (possibly altered) defaults."""

@@ -56,6 +56,10 @@ class ServerConfig:
     log_retention_bytes: int | None = None
     log_segment_bytes: int | None = None
     log_cleanup_policy: str | None = None
+    log_retention_check_interval_ms: int = 300000
+    log_cleaner_backoff_ms: int = 15000
+    log_cleaner_enable: bool = True
+    log_cleaner_io_max_bytes_per_second: float = float("inf")
     # test controls (server/control, docs/testing.md): all off unless asked for
     virtual_clock: bool = False
     control_host: str = "127.0.0.1"
@@ -201,6 +205,23 @@ _OPTIONS: list[tuple[str, object, str]] = [
         _bool,
         "export per-partition lag and offset series; false keeps only the per-topic sums (default true)",
     ),
+    (
+        "--log-retention-check-interval-ms",
+        int,
+        "how often segments past retention.ms/retention.bytes or the log start offset are deleted "
+        "(default 300000)",
+    ),
+    (
+        "--log-cleaner-backoff-ms",
+        int,
+        "pause between compaction passes over compacted topics (default 15000)",
+    ),
+    ("--log-cleaner-enable", _bool, "compact topics with cleanup.policy=compact (default true)"),
+    (
+        "--log-cleaner-io-max-bytes-per-second",
+        float,
+        "cap on the cleaner's read+write rate (default unlimited)",
+    ),
     # test controls (docs/testing.md); not Kafka settings
     (
         "--virtual-clock",
@@ -288,6 +309,10 @@ def _validate(cfg: ServerConfig) -> None:
             problems.append(f"{flag} must be at least 1")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
+    if cfg.log_retention_check_interval_ms < 1 or cfg.log_cleaner_backoff_ms < 1:
+        problems.append("--log-retention-check-interval-ms and --log-cleaner-backoff-ms must be at least 1")
+    if cfg.log_cleaner_io_max_bytes_per_second <= 0:
+        problems.append("--log-cleaner-io-max-bytes-per-second must be positive")
     if cfg.offsets_topic_num_partitions < 1:
         problems.append("--offsets-topic-num-partitions must be at least 1")
     for name, parts in cfg.topics:
