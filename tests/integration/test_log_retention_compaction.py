@@ -128,9 +128,10 @@ async def test_delete_records_through_three_admin_clients_moves_the_log_start(se
 
 async def test_time_retention_from_topic_config_deletes_old_segments(server_factory) -> None:  # type: ignore[no-untyped-def]
     server = server_factory(*FAST)
-    await create(server, "ret", {"retention.ms": "60000", "segment.bytes": "1024"})
+    # Kafka 4 refuses segment.bytes below 1 MiB: 210 kB records make a segment of about four of them
+    await create(server, "ret", {"retention.ms": "60000", "segment.bytes": "1048576"})
     hour_ago = int(time.time() * 1000) - 3_600_000
-    await produce(server, "ret", [(None, b"x" * 100) for _ in range(50)], timestamp_ms=hour_ago)
+    await produce(server, "ret", [(None, b"x" * 210_000) for _ in range(50)], timestamp_ms=hour_ago)
     await produce(server, "ret", [(None, b"fresh%d" % i) for i in range(5)])
 
     async def start() -> int:
@@ -186,13 +187,13 @@ def restore_confluent(server, topic: str, end: int) -> dict:  # type: ignore[no-
 
 def test_a_changelog_shrinks_after_compaction_and_restores_the_same_state(server_factory) -> None:  # type: ignore[no-untyped-def]
     server = server_factory(*FAST)
-    configs = {"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanable.dirty.ratio": "0.01"}
+    configs = {"cleanup.policy": "compact", "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.01"}
     asyncio.run(create(server, "store-changelog", configs))
     expected: dict[bytes, bytes] = {}
     items: list[tuple[bytes | None, bytes | None]] = []
     for i in range(4000):
         key = b"key-%d" % (i % 20)
-        value = b"%s=%d;" % (key, i) + b"." * 80
+        value = b"%s=%d;" % (key, i) + b"." * 800  # 3.3 MB: segments of 1 MiB, the minimum
         items.append((key, value))
         expected[key] = value
     items += [(b"key-3", None), (b"key-7", None)]  # deletes, as a state store writes them
@@ -202,7 +203,7 @@ def test_a_changelog_shrinks_after_compaction_and_restores_the_same_state(server
     expected.update({b"tail-%d" % i: b"t" for i in range(300)})
     asyncio.run(produce(server, "store-changelog", items))
     total = len(items)
-    written = 4000 * 100  # at least this much was produced to the topic
+    written = 4000 * 800  # at least this much was produced to the topic
     wait_for_shrink = time.monotonic() + 40
     while dir_bytes(server, "store-changelog") > written / 4 and time.monotonic() < wait_for_shrink:
         time.sleep(0.2)
@@ -225,12 +226,12 @@ def test_kill_9_in_the_middle_of_a_clean_loses_nothing_acknowledged(server_facto
     """The cleaner is throttled so that a clean takes seconds; the server is killed while a cleaned segment
     is being written, restarted, and the changelog still restores every acknowledged update."""
     data = tmp_path / "kill9"
-    throttled = ("--log-cleaner-io-max-bytes-per-second", "300000")
+    throttled = ("--log-cleaner-io-max-bytes-per-second", "600000")
     server = server_factory(*FAST, *throttled, data_dir=data)
-    configs = {"cleanup.policy": "compact", "segment.bytes": "65536", "min.cleanable.dirty.ratio": "0.01"}
+    configs = {"cleanup.policy": "compact", "segment.bytes": "1048576", "min.cleanable.dirty.ratio": "0.01"}
     asyncio.run(create(server, "kv", configs))
     items: list[tuple[bytes | None, bytes | None]] = [
-        (b"k%d" % (i % 50), b"%d" % i + b"-" * 200) for i in range(3000)
+        (b"k%d" % (i % 50), b"%d" % i + b"-" * 1000) for i in range(3000)
     ]
     items += [(b"z%d" % i, b"z") for i in range(400)]
     expected = dict(items)
