@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
 
 import structlog
 
 from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.messages.api_versions import ApiVersion
 from groupcoord.server.apis import data, groups, loading, meta, offsets
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
@@ -52,14 +52,18 @@ HANDLERS = {
 
 
 class Broker:
+    """The whole server. Handlers see it only as `server.services.HandlerServices` (the dispatcher's
+    `RequestContext.services`): the machine, runtime, topics, logs, config, ApiVersions table and loading flag.
+    """
+
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.loop: asyncio.AbstractEventLoop | None = None
         self.store: StateStore | None = None
         self.machine: GroupCoordinatorShard | None = None
         self.runtime: GroupRuntime | None = None
-        self.topics: Any = None
-        self.logs: Any = None
+        self.topics: Topics | None = None
+        self.logs: LogManager | None = None
         self.dispatcher = Dispatcher(self, HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
@@ -127,6 +131,11 @@ class Broker:
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
+
+    @property
+    def api_versions_table(self) -> tuple[ApiVersion, ...]:
+        """What ApiVersions answers: the range of every API with a handler (`HandlerServices`)."""
+        return self.dispatcher.api_versions_table
 
     @property
     def port(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -21,12 +21,26 @@ from groupcoord.protocol.messages import RESPONSES
 from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
-    from groupcoord.server.network import Connection
+    from groupcoord.server.services import HandlerServices
 
 log = structlog.get_logger("groupcoord.dispatch")
 
 Handler = Callable[["RequestContext", Any], Any]
+
+
+class Peer(Protocol):
+    """What the dispatcher and the broker's shutdown use of a client connection (`server.network.Connection`).
+
+    A Protocol rather than the class, so that `network` imports `dispatch` and not the other way round.
+    """
+
+    peer_host: str
+    peer_port: int
+
+    @property
+    def transport(self) -> asyncio.BaseTransport | None: ...
+
+    def close(self, reason: str) -> None: ...
 
 
 class Mapped:
@@ -72,18 +86,21 @@ class Prebuilt(bytes):
 
 
 class RequestContext:
-    __slots__ = ("api_key", "broker", "client_host", "client_id", "conn", "correlation_id", "version")
+    """One request as its handler sees it: the header's fields, the connection, and `services` (the narrow
+    `HandlerServices` interface to the server, not the whole Broker)."""
+
+    __slots__ = ("api_key", "client_host", "client_id", "conn", "correlation_id", "services", "version")
 
     def __init__(
         self,
-        broker: Broker,
-        conn: Connection,
+        services: HandlerServices,
+        conn: Peer,
         api_key: int,
         version: int,
         correlation_id: int,
         client_id: str | None,
     ) -> None:
-        self.broker = broker
+        self.services = services
         self.conn = conn
         self.api_key = api_key
         self.version = version
@@ -104,12 +121,12 @@ class RequestObserver:
 
 
 class Dispatcher:
-    def __init__(self, broker: Broker, handlers: dict[ApiKey, Handler]) -> None:
-        self.broker = broker
+    def __init__(self, services: HandlerServices, handlers: dict[ApiKey, Handler]) -> None:
+        self.services = services
         self.observer: RequestObserver = RequestObserver()
         self.handlers: dict[int, Handler] = {int(k): v for k, v in handlers.items()}
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
-        self.connections: set[Connection] = set()
+        self.connections: set[Peer] = set()
         self.while_loading: dict[int, Handler] = {}
         # requests that carried bytes after their last field (ignored, as Kafka does) and how many bytes
         self.requests_with_ignored_bytes = 0
@@ -119,7 +136,7 @@ class Dispatcher:
             for k, (lo, hi) in sorted(self.ranges.items())
         )
 
-    def dispatch(self, conn: Connection, frame: bytes) -> bytes | Pending | None:
+    def dispatch(self, conn: Peer, frame: bytes) -> bytes | Pending | None:
         """The response frame, a future of it, or None when the connection was closed instead."""
         started = time.perf_counter()
         try:
@@ -141,8 +158,8 @@ class Dispatcher:
             return None
         if ignored:
             self._ignored(conn, api_key, version, frame, ignored)
-        ctx = RequestContext(self.broker, conn, api_key, version, correlation_id, header.client_id)
-        if self.broker.loading:
+        ctx = RequestContext(self.services, conn, api_key, version, correlation_id, header.client_id)
+        if self.services.loading:
             handler = self.while_loading.get(api_key, handler)
         try:
             response = handler(ctx, request)
@@ -184,7 +201,7 @@ class Dispatcher:
             conn.close("internal error")
             return None
 
-    def _ignored(self, conn: Connection, api_key: int, version: int, frame: bytes, ignored: int) -> None:
+    def _ignored(self, conn: Peer, api_key: int, version: int, frame: bytes, ignored: int) -> None:
         """Count and log (debug) the bytes after a request's last field: Kafka ignores them silently."""
         self.requests_with_ignored_bytes += 1
         self.ignored_request_bytes += ignored
@@ -198,7 +215,7 @@ class Dispatcher:
         )
 
     def _unsupported(
-        self, conn: Connection, api_key: int, version: int, correlation_id: int, lo: int, hi: int
+        self, conn: Peer, api_key: int, version: int, correlation_id: int, lo: int, hi: int
     ) -> bytes | None:
         if api_key == ApiKey.API_VERSIONS:
             # KIP-511: answer at v0 with our ApiVersions range, so the client can retry at a version we speak

@@ -9,11 +9,11 @@ import asyncio
 import pytest
 
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.broker import InstantStore
 from groupcoord.server.coordinator.machine import GroupStateMachine
 from groupcoord.server.coordinator.types import CoordinatorConfig, JoinGroupRequest, JoinGroupResult
 from groupcoord.server.journal import Journal
 from groupcoord.server.runtime import GroupRuntime
+from groupcoord.server.storage.memory import MemoryStateStore
 
 UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
@@ -37,7 +37,7 @@ def runtime_and_machine() -> tuple[GroupRuntime, GroupStateMachine]:
     machine = GroupStateMachine(
         CoordinatorConfig(initial_rebalance_delay_ms=60_000, min_session_timeout_ms=1000)
     )
-    return GroupRuntime(machine, InstantStore(), Journal(None), loop), machine
+    return GroupRuntime(machine, MemoryStateStore(), Journal(None), loop), machine
 
 
 def join(runtime: GroupRuntime, machine: GroupStateMachine, member_id: str) -> object:
