@@ -23,7 +23,7 @@ from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import wall_ms
-from groupcoord.server.topics import Topics
+from groupcoord.server.topic_view import Topics
 
 log = structlog.get_logger("groupcoord.server")
 

@@ -22,7 +22,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.runtime import Failed, Step
-from groupcoord.server.topics import Topics
+from groupcoord.server.topic_view import Topics
 
 #: reply token, now_ms -> effects: a step that may park its reply (JoinGroup, SyncGroup, OffsetCommit)
 ParkedStep = Callable[[asyncio.Future, int], Effects]

@@ -34,7 +34,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.timers",
         "protocol",
     ),
-    "server.topics": ("server.topics", "server.log"),
+    "server.topic_view": ("server.topic_view", "server.log"),
     # the narrow interface handlers get instead of the Broker: only the layers below the handlers
     "server.services": (
         "server.services",
@@ -42,7 +42,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.coordinator",
         "server.runtime",
         "server.log",
-        "server.topics",
+        "server.topic_view",
         "protocol",
     ),
     "server.dispatch": ("server.dispatch", "server.services", "protocol"),
