@@ -23,7 +23,8 @@ from collections.abc import Iterator
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from tests.integration.clients import CLIENTS, STATIC_MEMBERSHIP, GroupClient, Member
+from tests.integration.client_api import GroupClient, Member
+from tests.integration.clients import CLIENTS, STATIC_MEMBERSHIP
 from tests.integration.helpers import describe_group, exact_cover, journal_events, wait_for_sync
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
