@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.messages.api_versions import ApiVersion
 from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
@@ -27,7 +28,7 @@ from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
-from groupcoord.server.topics import Topics
+from groupcoord.server.topic_view import Topics
 
 if TYPE_CHECKING:
     from groupcoord.server.control import Control
@@ -65,16 +66,20 @@ HANDLERS = {
 
 
 class Broker:
+    """The whole server. Handlers see it only as `server.services.HandlerServices` (the dispatcher's
+    `RequestContext.services`): the machine, runtime, topics, logs, config, ApiVersions table and loading flag.
+    """
+
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.loop: asyncio.AbstractEventLoop | None = None
         self.store: StateStore | None = None
         self.machine: GroupCoordinatorShard | None = None
         self.runtime: GroupRuntime | None = None
-        self.topics: Any = None
+        self.topics: Topics | None = None
+        self.logs: LogManager | None = None
         #: topic and broker configs (server/configs)
         self.configs: ConfigManager | None = None
-        self.logs: Any = None
         self.dispatcher = Dispatcher(self, HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
@@ -152,7 +157,9 @@ class Broker:
         )
         self.loaded = self.loop.create_task(self._load())
         if cfg.control_port is not None:
-            await self.controls().serve_http(cfg.control_host, cfg.control_port)
+            from groupcoord.server.control.http import serve_http
+
+            await serve_http(self.controls(), cfg.control_host, cfg.control_port)
 
     def controls(self) -> Control:
         """The test controls (virtual clock, faults, observation); inert until a test uses them."""
@@ -189,6 +196,11 @@ class Broker:
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
+
+    @property
+    def api_versions_table(self) -> tuple[ApiVersion, ...]:
+        """What ApiVersions answers: the range of every API with a handler (`HandlerServices`)."""
+        return self.dispatcher.api_versions_table
 
     @property
     def port(self) -> int:

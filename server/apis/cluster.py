@@ -9,8 +9,8 @@ OffsetDelete v0 (KIP-496): partitions of unknown topics get UNKNOWN_TOPIC_OR_PAR
 `KafkaApis.handleOffsetDeleteRequest`; the rest go to the coordinator (`OffsetMetadataManager.delete_offsets`),
 whose tombstones are durable before the answer.
 
-Uses of the broker: `ctx.broker.config` (node, host, port, rack, cluster id), `ctx.broker.topics`,
-`ctx.broker.machine` and `ctx.broker.runtime` (OffsetDelete).
+Uses of the server (`ctx.services`): `ctx.services.config` (node, host, port, rack, cluster id), `ctx.services.topics`,
+`ctx.services.machine` and `ctx.services.runtime` (OffsetDelete).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2
 
 
 def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> DescribeClusterResponse:
-    cfg = ctx.broker.config
+    cfg = ctx.services.config
     if ctx.version >= 1 and req.endpoint_type != BROKERS_ENDPOINT:
         if req.endpoint_type == CONTROLLERS_ENDPOINT:
             error, message = (
@@ -75,16 +75,16 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> Descri
 def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
     if not req.group_id:
         return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     unknown: dict[str, list[int]] = {}
     known: dict[str, list[int]] = {}
     for t in req.topics:
         for p in t.partitions:
             ok = topics.has_partition(t.name, p.partition_index) and not topics.is_internal(t.name)
             (known if ok else unknown).setdefault(t.name, []).append(p.partition_index)
-    machine = ctx.broker.machine
+    machine = ctx.services.machine
     wanted = list(known.items())
-    result = ctx.broker.runtime.call_global(lambda now: machine.delete_offsets(req.group_id, wanted, now))
+    result = ctx.services.runtime.call_global(lambda now: machine.delete_offsets(req.group_id, wanted, now))
 
     def answer(
         outcome: tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]],

@@ -7,7 +7,7 @@ IncrementalAlterConfigs v1 are the flexible encodings. A BROKER resource is this
 configs) or "" (the cluster-wide dynamic defaults). Other resource types get INVALID_REQUEST
 (docs/differences.md).
 
-Uses of the broker: `ctx.broker.configs` (the ConfigManager), `ctx.broker.topics` (name -> TopicInfo).
+Uses of the server (`ctx.services`): `ctx.services.configs` (the ConfigManager), `ctx.services.topics` (name -> TopicInfo).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _topic_refusal(topics: Any, name: str) -> Refusal | None:
 
 def topic_overrides(ctx: RequestContext, name: str) -> dict[str, str]:
     """A topic's own settings; `__consumer_offsets` starts from what Kafka sets on it."""
-    topics, configs = ctx.broker.topics, ctx.broker.configs
+    topics, configs = ctx.services.topics, ctx.services.configs
     info = topics.get(name)
     assert info is not None
     base = dict(INTERNAL_TOPIC_CONFIGS) if topics.is_internal(name) else {}
@@ -94,11 +94,11 @@ def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> Descri
         entries: list[ConfigEntry] = []
         refusal: Refusal | None
         if r.resource_type == ResourceType.TOPIC:
-            refusal = _topic_refusal(ctx.broker.topics, r.resource_name)
+            refusal = _topic_refusal(ctx.services.topics, r.resource_name)
             if refusal is None:
-                entries = topic_entries(topic_overrides(ctx, r.resource_name), ctx.broker.configs.layers)
+                entries = topic_entries(topic_overrides(ctx, r.resource_name), ctx.services.configs.layers)
         elif r.resource_type == ResourceType.BROKER:
-            cm: ConfigManager = ctx.broker.configs
+            cm: ConfigManager = ctx.services.configs
             refusal = cm.broker_name_refusal(r.resource_name)
             if refusal is None:
                 layers = cm.layers
@@ -216,7 +216,7 @@ async def _alter(ctx: RequestContext, changes: list, validate_only: bool, *, inc
 
 
 async def _alter_topic(ctx: RequestContext, name: str, change: Any, validate_only: bool) -> Refusal:
-    topics, configs = ctx.broker.topics, ctx.broker.configs
+    topics, configs = ctx.services.topics, ctx.services.configs
     refusal = _topic_refusal(topics, name)
     if refusal is not None:
         return refusal
@@ -234,7 +234,7 @@ async def _alter_topic(ctx: RequestContext, name: str, change: Any, validate_onl
 
 
 async def _alter_broker(ctx: RequestContext, name: str, change: Any, validate_only: bool) -> Refusal:
-    configs: ConfigManager = ctx.broker.configs
+    configs: ConfigManager = ctx.services.configs
     refusal = configs.broker_name_refusal(name)
     if refusal is not None:
         return refusal
@@ -247,7 +247,7 @@ async def _alter_broker(ctx: RequestContext, name: str, change: Any, validate_on
     if refusal is not None:
         return refusal
     if not validate_only:
-        return await _write(configs.set_broker(scope_default, wanted, _topic_ids(ctx.broker.topics)))
+        return await _write(configs.set_broker(scope_default, wanted, _topic_ids(ctx.services.topics)))
     return OK
 
 

@@ -56,7 +56,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
-    table = ctx.broker.dispatcher.api_versions_table
+    table = ctx.services.api_versions_table
     if ctx.version >= 3 and not (
         _SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)
     ):
@@ -65,19 +65,19 @@ def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
 
 
 def _broker(ctx: RequestContext) -> MetadataResponseBroker:
-    b = ctx.broker
+    cfg = ctx.services.config
     return MetadataResponseBroker(
-        node_id=b.config.node_id,
-        host=b.config.public_host,
-        port=b.config.public_port,
-        rack=b.config.broker_rack,
+        node_id=cfg.node_id,
+        host=cfg.public_host,
+        port=cfg.public_port,
+        rack=cfg.broker_rack,
     )
 
 
 def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     info = topics.get(name)
-    node = ctx.broker.config.node_id
+    node = ctx.services.config.node_id
     if info is None:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     parts = tuple(
@@ -129,8 +129,8 @@ def _metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
     the Java AdminClient's `describeTopics(TopicCollection.ofTopicIds(...))` sends the id with an empty name.
     Unknown ids are answered UNKNOWN_TOPIC_ID with the id echoed and a null name.
     """
-    broker = ctx.broker
-    topics = broker.topics
+    services = ctx.services
+    topics = services.topics
     if req.topics is None or (ctx.version == 0 and not req.topics):
         return _metadata_response(ctx, sorted(topics.names()))
     if any(t.name is None or t.topic_id != ZERO_UUID for t in req.topics):
@@ -146,7 +146,7 @@ def _metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
                 wanted.append(info.name)
         return _metadata_response(ctx, wanted, unknown)
     wanted = [t.name for t in req.topics if t.name is not None]
-    auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
+    auto = services.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
     missing = [n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)]
     if missing:
         return asyncio.ensure_future(_create_then_answer(ctx, wanted, missing))
@@ -156,7 +156,7 @@ def _metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
 def _invalid_request(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     """Kafka's answer to a topic without a name before v12 ("Topic name can not be null"), or with neither a
     name nor an id: the request's error response, INVALID_REQUEST for every topic asked for."""
-    cfg = ctx.broker.config
+    cfg = ctx.services.config
     entries = tuple(
         MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name or "", topic_id=t.topic_id)
         for t in req.topics or ()
@@ -167,17 +167,17 @@ def _invalid_request(ctx: RequestContext, req: MetadataRequest) -> MetadataRespo
 
 
 async def _create_then_answer(ctx: RequestContext, wanted: list[str], missing: list[str]) -> MetadataResponse:
-    partitions = ctx.broker.config.num_partitions
+    partitions = ctx.services.config.num_partitions
     for name in missing:
-        await ctx.broker.topics.create(name, partitions)
+        await ctx.services.topics.create(name, partitions)
     return _metadata_response(ctx, wanted)
 
 
 def _metadata_response(
     ctx: RequestContext, wanted: list[str], unknown_ids: list[uuid.UUID] | tuple[()] = ()
 ) -> MetadataResponse:
-    topics = ctx.broker.topics
-    cfg = ctx.broker.config
+    topics = ctx.services.topics
+    cfg = ctx.services.config
     entries = []
     for name in wanted:
         if not topics.valid_name(name):
@@ -197,7 +197,7 @@ def _metadata_response(
 
 
 def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    cfg = ctx.broker.config
+    cfg = ctx.services.config
     if req.key_type == 0:
         error, message = ErrorCode.NONE, None
     elif req.key_type in (1, 2):
@@ -232,18 +232,18 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
     """Kafka's order of checks: duplicates, the reserved `__consumer_offsets` (it exists), configs, then
     `ReplicationControlManager.createTopic` (manual assignments, replication factor), then the name and
     the log."""
-    logs = ctx.broker.logs
-    node = ctx.broker.config.node_id
+    logs = ctx.services.logs
+    node = ctx.services.config.node_id
     results = []
     seen: set[str] = set()
     for t in req.topics:
         error, message = ErrorCode.NONE, None
-        partitions = t.num_partitions if t.num_partitions != -1 else ctx.broker.config.num_partitions
+        partitions = t.num_partitions if t.num_partitions != -1 else ctx.services.config.num_partitions
         topic_id = ZERO_UUID
         configs, refused = check_configs((c.name, c.value) for c in t.configs)
         if t.name in seen:
             error, message = ErrorCode.INVALID_REQUEST, "topic named twice in one request"
-        elif ctx.broker.topics.is_internal(t.name):
+        elif ctx.services.topics.is_internal(t.name):
             error, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
         elif (named := _name_refusal(logs, t.name)) is not None:
             error, message = named
@@ -272,7 +272,7 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                     logs.validate_new_topic(t.name, partitions)
                 else:
                     topic_id = await logs.create_topic(t.name, partitions, configs)
-                    await ctx.broker.configs.set_topic(t.name, str(topic_id), dict(configs))
+                    await ctx.services.configs.set_topic(t.name, str(topic_id), dict(configs))
             except LogError as exc:
                 error, message = exc.code, exc.message
             except OSError as exc:
@@ -318,5 +318,5 @@ def _result_configs(
             config_source=int(e.source),
             is_sensitive=e.sensitive,
         )
-        for e in topic_entries(dict(configs), ctx.broker.configs.layers)
+        for e in topic_entries(dict(configs), ctx.services.configs.layers)
     )

@@ -30,8 +30,8 @@ def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Any:
 
 
 async def _delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> DeleteRecordsResponse:
-    logs = ctx.broker.logs
-    internal = ctx.broker.topics.is_internal
+    logs = ctx.services.logs
+    internal = ctx.services.topics.is_internal
     results = []
     for t in req.topics:
         parts = []

@@ -145,6 +145,16 @@ class GroupCoordinatorShard:
                 self._delete_group(g, "expired")
         return fx
 
+    def reset_group(self, group_id: str, now_ms: int) -> Effects:
+        """After a step of this group raised (a bug): answer its parked JoinGroup/SyncGroup requests
+        UNKNOWN_SERVER_ERROR, cancel its timers, and replace it by an Empty group at the next generation,
+        written and journalled (`GroupMetadataManager.reset_group`). No group: nothing to do."""
+        fx = self._ctx.begin(now_ms)
+        g = self.group_manager.group(group_id)
+        if g is not None:
+            self.group_manager.reset_group(g)
+        return fx
+
     def _delete_group(self, g: ClassicGroup, reason: str) -> None:
         self.group_manager.delete_group(g, reason)
         self.offset_manager.remove_group(g.group_id)
