@@ -45,6 +45,7 @@ bench: setup
 	$(BIN)/python bench/coordinator.py
 	$(BIN)/python bench/data_plane.py
 	$(BIN)/python bench/log.py
+	$(BIN)/python bench/compaction.py
 	$(BIN)/python bench/assignors.py
 	$(BIN)/python bench/abuse.py
 

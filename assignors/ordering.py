@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from groupcoord.assignors.model import Member
+
+class Ordered(Protocol):
+    """What the member order reads of a member (`assignors.model.Member`): a Protocol, not the class, so that
+    `model` imports `ordering` and not the other way round (no import circle, even through type hints)."""
+
+    @property
+    def instance_id(self) -> str | None: ...
+
+    @property
+    def member_id(self) -> str: ...
+
+
+M = TypeVar("M", bound=Ordered)
 
 
 def java_key(text: str) -> bytes:
@@ -15,7 +26,7 @@ def java_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-def member_key(member: Member) -> tuple[int, bytes]:
+def member_key(member: Ordered) -> tuple[int, bytes]:
     """Java's ``MemberInfo`` order: static members (group.instance.id) first by instance id, then dynamic
     members by member id."""
     if member.instance_id is not None:
@@ -23,5 +34,5 @@ def member_key(member: Member) -> tuple[int, bytes]:
     return (1, java_key(member.member_id))
 
 
-def sorted_members(members: Iterable[Member]) -> list[Member]:
+def sorted_members(members: Iterable[M]) -> list[M]:
     return sorted(members, key=member_key)

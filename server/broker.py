@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import data, groups, loading, meta, offsets
+from groupcoord.protocol.messages.api_versions import ApiVersion
+from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
 from groupcoord.server.config import ServerConfig
+from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.log.config import LogConfig
+from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
+from groupcoord.server.log.topics import TopicInfo
 from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
@@ -23,7 +28,7 @@ from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
-from groupcoord.server.topics import Topics
+from groupcoord.server.topic_view import Topics
 
 if TYPE_CHECKING:
     from groupcoord.server.control import Control
@@ -51,18 +56,30 @@ HANDLERS = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: data.offset_for_leader_epoch,
     ApiKey.DELETE_TOPICS: data.delete_topics,
     ApiKey.CREATE_PARTITIONS: data.create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
+    ApiKey.ALTER_CONFIGS: configs.alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    ApiKey.OFFSET_DELETE: cluster.offset_delete,
+    ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
+    ApiKey.DELETE_RECORDS: records.delete_records,
 }
 
 
 class Broker:
+    """The whole server. Handlers see it only as `server.services.HandlerServices` (the dispatcher's
+    `RequestContext.services`): the machine, runtime, topics, logs, config, ApiVersions table and loading flag.
+    """
+
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.loop: asyncio.AbstractEventLoop | None = None
         self.store: StateStore | None = None
         self.machine: GroupCoordinatorShard | None = None
         self.runtime: GroupRuntime | None = None
-        self.topics: Any = None
-        self.logs: Any = None
+        self.topics: Topics | None = None
+        self.logs: LogManager | None = None
+        #: topic and broker configs (server/configs)
+        self.configs: ConfigManager | None = None
         self.dispatcher = Dispatcher(self, HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
@@ -85,9 +102,27 @@ class Broker:
         self.store = MemoryStateStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
         await self.store.open()
         flush = "always" if cfg.log_flush == "acks-all" else "never"
-        self.logs = LogManager(None if memory else cfg.data_dir, storage=cfg.storage, flush=flush)
+        maintenance = MaintenanceConfig(
+            retention_check_interval_ms=cfg.log_retention_check_interval_ms,
+            cleaner_backoff_ms=cfg.log_cleaner_backoff_ms,
+            cleaner_enable=cfg.log_cleaner_enable,
+            cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
+        )
+        self.logs = LogManager(
+            None if memory else cfg.data_dir, storage=cfg.storage, flush=flush, maintenance=maintenance
+        )
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
+        self.configs = ConfigManager(
+            None if memory else cfg.data_dir / "configs.json",
+            static_broker_values(cfg),
+            cfg.node_id,
+            self._apply_log_config,
+        )
+        self.configs.load_topics(
+            {name: (str(info.topic_id), dict(info.configs)) for name, info in self.logs.topics().items()}
+        )
+        self.topics.on_created = self._topic_created
         for name, partitions in cfg.topics:
             if self.topics.get(name) is None:
                 await self.topics.create(name, partitions)
@@ -122,7 +157,9 @@ class Broker:
         )
         self.loaded = self.loop.create_task(self._load())
         if cfg.control_port is not None:
-            await self.controls().serve_http(cfg.control_host, cfg.control_port)
+            from groupcoord.server.control.http import serve_http
+
+            await serve_http(self.controls(), cfg.control_host, cfg.control_port)
 
     def controls(self) -> Control:
         """The test controls (virtual clock, faults, observation); inert until a test uses them."""
@@ -131,6 +168,18 @@ class Broker:
 
             self._control = Control(self)
         return self._control
+
+    def _apply_log_config(self, topic: str, config: LogConfig) -> None:
+        """Hand a topic's effective settings to the log engine (`LogManager.set_log_config`, the log room's side
+        of the contract in server/log/config.py)."""
+        if Topics.is_internal(topic):
+            return
+        self.logs.set_log_config(topic, config)
+
+    def _topic_created(self, info: TopicInfo) -> None:
+        """Auto-created and --topic topics follow the broker's (possibly altered) defaults."""
+        assert self.configs is not None
+        self._apply_log_config(info.name, self.configs.log_config(info.name, str(info.topic_id)))
 
     async def _load(self) -> None:
         assert self.machine is not None and self.runtime is not None
@@ -147,6 +196,11 @@ class Broker:
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
+
+    @property
+    def api_versions_table(self) -> tuple[ApiVersion, ...]:
+        """What ApiVersions answers: the range of every API with a handler (`HandlerServices`)."""
+        return self.dispatcher.api_versions_table
 
     @property
     def port(self) -> int:

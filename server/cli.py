@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve_main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    from groupcoord.server.logs import configure
+    from groupcoord.server.logging_setup import configure
 
     configure(config.log_format, config.log_level)
     try:

@@ -49,6 +49,17 @@ class ServerConfig:
     metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
     metrics_partition_lag: bool = True
+    # static log defaults (Kafka's server.properties); None: not set, Kafka's default applies
+    log_retention_ms: int | None = None
+    log_retention_minutes: int | None = None
+    log_retention_hours: int | None = None
+    log_retention_bytes: int | None = None
+    log_segment_bytes: int | None = None
+    log_cleanup_policy: str | None = None
+    log_retention_check_interval_ms: int = 300000
+    log_cleaner_backoff_ms: int = 15000
+    log_cleaner_enable: bool = True
+    log_cleaner_io_max_bytes_per_second: float = float("inf")
     # test controls (server/control, docs/testing.md): all off unless asked for
     virtual_clock: bool = False
     control_host: str = "127.0.0.1"
@@ -179,10 +190,37 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "serve Prometheus /metrics, /health and /ready on this port (default 0: off; docs/operations.md)",
     ),
     ("--metrics-host", str, "address of the metrics listener (default 127.0.0.1)"),
+    ("--log-retention-ms", int, "default retention.ms of every topic (default: from --log-retention-hours)"),
+    ("--log-retention-minutes", int, "default retention in minutes, used when --log-retention-ms is not set"),
+    (
+        "--log-retention-hours",
+        int,
+        "default retention in hours (default 168), used when the two above are not set",
+    ),
+    ("--log-retention-bytes", int, "default retention.bytes per partition (default -1: no size limit)"),
+    ("--log-segment-bytes", int, "default segment.bytes (default 1073741824)"),
+    ("--log-cleanup-policy", str, "default cleanup.policy: delete (default), compact or compact,delete"),
     (
         "--metrics-partition-lag",
         _bool,
         "export per-partition lag and offset series; false keeps only the per-topic sums (default true)",
+    ),
+    (
+        "--log-retention-check-interval-ms",
+        int,
+        "how often segments past retention.ms/retention.bytes or the log start offset are deleted "
+        "(default 300000)",
+    ),
+    (
+        "--log-cleaner-backoff-ms",
+        int,
+        "pause between compaction passes over compacted topics (default 15000)",
+    ),
+    ("--log-cleaner-enable", _bool, "compact topics with cleanup.policy=compact (default true)"),
+    (
+        "--log-cleaner-io-max-bytes-per-second",
+        float,
+        "cap on the cleaner's read+write rate (default unlimited)",
     ),
     # test controls (docs/testing.md); not Kafka settings
     (
@@ -271,11 +309,18 @@ def _validate(cfg: ServerConfig) -> None:
             problems.append(f"{flag} must be at least 1")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
+    if cfg.log_retention_check_interval_ms < 1 or cfg.log_cleaner_backoff_ms < 1:
+        problems.append("--log-retention-check-interval-ms and --log-cleaner-backoff-ms must be at least 1")
+    if cfg.log_cleaner_io_max_bytes_per_second <= 0:
+        problems.append("--log-cleaner-io-max-bytes-per-second must be positive")
     if cfg.offsets_topic_num_partitions < 1:
         problems.append("--offsets-topic-num-partitions must be at least 1")
     for name, parts in cfg.topics:
         if parts < 1:
             problems.append(f"--topic {name}: give NAME:PARTITIONS with PARTITIONS >= 1")
+    from groupcoord.server.configs.manager import check_static_broker_values, static_broker_values
+
+    problems.extend(check_static_broker_values(static_broker_values(cfg)))
     if cfg.control_port is not None and not 0 <= cfg.control_port <= 65535:
         problems.append("--control-port must be 0-65535")
     if problems:

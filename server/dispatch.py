@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
@@ -21,9 +21,7 @@ from groupcoord.protocol.messages import RESPONSES
 from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
-    from groupcoord.server.control.faults import FaultInjector
-    from groupcoord.server.network import Connection
+    from groupcoord.server.services import HandlerServices
 
 log = structlog.get_logger("groupcoord.dispatch")
 
@@ -32,6 +30,31 @@ Handler = Callable[["RequestContext", Any], Any]
 
 PASS: Any = object()
 """What the fault-injection hook returns to let a request through to its handler."""
+
+
+class Interceptor(Protocol):
+    """The test controls' hook (`server.control.faults.FaultInjector`): false while it has nothing to do, so
+    production pays one truth test per request; otherwise it may answer a request instead of its handler
+    (returning anything but `PASS`). A Protocol so that `dispatch` does not import `server.control`."""
+
+    def __bool__(self) -> bool: ...
+
+    def intercept(self, ctx: RequestContext, request: Any, frame: bytes) -> Any: ...
+
+
+class Peer(Protocol):
+    """What the dispatcher and the broker's shutdown use of a client connection (`server.network.Connection`).
+
+    A Protocol rather than the class, so that `network` imports `dispatch` and not the other way round.
+    """
+
+    peer_host: str
+    peer_port: int
+
+    @property
+    def transport(self) -> asyncio.BaseTransport | None: ...
+
+    def close(self, reason: str) -> None: ...
 
 
 class Mapped:
@@ -77,18 +100,21 @@ class Prebuilt(bytes):
 
 
 class RequestContext:
-    __slots__ = ("api_key", "broker", "client_host", "client_id", "conn", "correlation_id", "version")
+    """One request as its handler sees it: the header's fields, the connection, and `services` (the narrow
+    `HandlerServices` interface to the server, not the whole Broker)."""
+
+    __slots__ = ("api_key", "client_host", "client_id", "conn", "correlation_id", "services", "version")
 
     def __init__(
         self,
-        broker: Broker,
-        conn: Connection,
+        services: HandlerServices,
+        conn: Peer,
         api_key: int,
         version: int,
         correlation_id: int,
         client_id: str | None,
     ) -> None:
-        self.broker = broker
+        self.services = services
         self.conn = conn
         self.api_key = api_key
         self.version = version
@@ -109,23 +135,23 @@ class RequestObserver:
 
 
 class Dispatcher:
-    def __init__(self, broker: Broker, handlers: dict[ApiKey, Handler]) -> None:
-        self.broker = broker
+    def __init__(self, services: HandlerServices, handlers: dict[ApiKey, Handler]) -> None:
+        self.services = services
         self.observer: RequestObserver = RequestObserver()
         self.handlers: dict[int, Handler] = {int(k): v for k, v in handlers.items()}
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
-        self.connections: set[Connection] = set()
+        self.connections: set[Peer] = set()
         self.while_loading: dict[int, Handler] = {}
         # requests that carried bytes after their last field (ignored, as Kafka does) and how many bytes
         self.requests_with_ignored_bytes = 0
         self.ignored_request_bytes = 0
-        self.faults: FaultInjector | None = None  # test controls (server/control); None in production
+        self.faults: Interceptor | None = None  # test controls (server/control); None in production
         self.api_versions_table = tuple(
             ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
         )
 
-    def dispatch(self, conn: Connection, frame: bytes) -> bytes | Pending | None:
+    def dispatch(self, conn: Peer, frame: bytes) -> bytes | Pending | None:
         """The response frame, a future of it, or None when the connection was closed instead."""
         started = time.perf_counter()
         try:
@@ -147,12 +173,12 @@ class Dispatcher:
             return None
         if ignored:
             self._ignored(conn, api_key, version, frame, ignored)
-        ctx = RequestContext(self.broker, conn, api_key, version, correlation_id, header.client_id)
+        ctx = RequestContext(self.services, conn, api_key, version, correlation_id, header.client_id)
         if self.faults:  # fault injection and request recording (tests only): may answer instead
             injected = self.faults.intercept(ctx, request, frame)
             if injected is not PASS:
                 return injected
-        if self.broker.loading:
+        if self.services.loading:
             handler = self.while_loading.get(api_key, handler)
         try:
             response = handler(ctx, request)
@@ -194,7 +220,7 @@ class Dispatcher:
             conn.close("internal error")
             return None
 
-    def _ignored(self, conn: Connection, api_key: int, version: int, frame: bytes, ignored: int) -> None:
+    def _ignored(self, conn: Peer, api_key: int, version: int, frame: bytes, ignored: int) -> None:
         """Count and log (debug) the bytes after a request's last field: Kafka ignores them silently."""
         self.requests_with_ignored_bytes += 1
         self.ignored_request_bytes += ignored
@@ -208,7 +234,7 @@ class Dispatcher:
         )
 
     def unsupported(
-        self, conn: Connection, api_key: int, version: int, correlation_id: int, lo: int, hi: int
+        self, conn: Peer, api_key: int, version: int, correlation_id: int, lo: int, hi: int
     ) -> bytes | None:
         """The answer to a request whose version is outside `lo..hi` (the test controls' `max_version` cap
         uses it too, so a capped API is refused exactly as one we never spoke)."""

@@ -18,22 +18,17 @@ from typing import Any
 
 import structlog
 
-from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.coordinator.records import GroupMetadataValue, GroupRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import (
     CancelTimer,
     Effects,
-    JoinGroupResult,
     ScheduleTimer,
-    SyncGroupResult,
 )
 from groupcoord.server.journal import Journal
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
 
 log = structlog.get_logger("groupcoord.coordinator")
-UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
 Step = Callable[[int], tuple[Any, Effects | None]]  # now_ms -> (immediate result, effects)
 Failed = Callable[[], Any]  # the answer (UNKNOWN_SERVER_ERROR) for a request whose step raised
@@ -127,50 +122,12 @@ class GroupRuntime:
         self._reset_group(group_id)
 
     def _reset_group(self, group_id: str) -> None:
-        """Bring a group whose step raised back to a state the machine can work from, the way it would load
-        one from storage: its parked JoinGroup/SyncGroup requests are answered UNKNOWN_SERVER_ERROR (the
-        tokens are this runtime's futures), its timers are cancelled, and it is replaced by an Empty group
-        at the next generation (members gone, committed offsets kept), written to the store and journalled.
-        The failed step's partial effects were never applied. Kafka instead reverts to its last committed
-        snapshot, which can leave a join parked for good when the failed step was the join timer."""
-        group = self.machine.group(group_id)
-        if group is None:
-            return
-        for mid, member in group.members.items():
-            if isinstance(member.join_token, asyncio.Future) and not member.join_token.done():
-                member.join_token.set_result(JoinGroupResult(UNKNOWN_SERVER_ERROR, member_id=mid))
-            if isinstance(member.sync_token, asyncio.Future) and not member.sync_token.done():
-                member.sync_token.set_result(SyncGroupResult(UNKNOWN_SERVER_ERROR))
-        self.timers.cancel_where(lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id)
-        now = self.now_ms()
-        record = GroupRecord(
-            group_id,
-            GroupMetadataValue(
-                protocol_type=group.protocol_type,
-                generation=group.generation_id + 1,
-                protocol=None,
-                leader=None,
-                current_state_timestamp=now,
-                members=(),
-            ),
-        )
-        state_from = str(group.state)
-        self.machine.replay(record)
-        effects = Effects()
-        effects.record(record)
-        effects.event(
-            {
-                "event": "state_change",
-                "group": group_id,
-                "generation": group.generation_id + 1,
-                "state_from": state_from,
-                "state_to": "Empty",
-                "reason": "reset_after_internal_error",
-                "members": 0,
-                "ts": now,
-            }
-        )
-        self._apply(group_id, effects)
+        """The machine resets the group (`GroupCoordinatorShard.reset_group`: parked requests answered
+        UNKNOWN_SERVER_ERROR, timers cancelled, an Empty group written and journalled); here its effects are
+        applied like any step's."""
+        effects = self.machine.reset_group(group_id, self.now_ms())
+        if effects:
+            self._apply(group_id, effects)
 
     def call_global(self, step: Step) -> Any:
         """Run a step that spans groups (DeleteGroups, offset expiry); its writes are not serialised per group.

@@ -82,11 +82,6 @@ class TimerService:
     def cancel(self, key: Hashable) -> None:
         self._deadlines.pop(key, None)
 
-    def cancel_where(self, predicate: Callable[[Hashable], bool]) -> None:
-        """Cancel every timer whose key matches (a group reset drops all of that group's timers)."""
-        for key in [k for k in self._deadlines if predicate(k)]:
-            del self._deadlines[key]
-
     def deadline(self, key: Hashable) -> int | None:
         return self._deadlines.get(key)
 

@@ -35,10 +35,31 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.timers",
         "protocol",
     ),
-    "server.apis": ("server.apis", "server.dispatch", "server.coordinator", "server.log", "protocol"),
+    "server.configs": ("server.configs", "server.log.config", "protocol"),
+    "server.topic_view": ("server.topic_view", "server.log"),
+    # the narrow interface handlers get instead of the Broker: only the layers below the handlers
+    "server.services": (
+        "server.services",
+        "server.config",
+        "server.coordinator",
+        "server.runtime",
+        "server.log",
+        "server.topic_view",
+        "server.configs",
+        "protocol",
+    ),
+    "server.dispatch": ("server.dispatch", "server.services", "protocol"),
+    "server.apis": (
+        "server.apis",
+        "server.dispatch",
+        "server.services",
+        "server.coordinator",
+        "server.log",
+        "server.configs",
+        "protocol",
+    ),
     "server.network": ("server.network", "server.dispatch", "protocol"),
-    # server.dispatch is not listed yet: it still names the Broker for RequestContext.broker (issue 12,
-    # the narrow handler interface); server.broker and server.cli wire everything and may import anything.
+    # server.broker and server.cli wire everything and may import anything (but not in a circle: see cycles())
 }
 
 #: what "no I/O" means for the pure state machine
@@ -107,6 +128,72 @@ def violations(sources: dict[str, str]) -> list[str]:
     return out
 
 
+def resolve(target: str, names: list[str], modules: set[str]) -> list[str]:
+    """The modules of `modules` an import statement loads: `from a.b import c` is `a.b.c` when that is a module,
+    else `a.b`; a dotted name that is no module counts as its longest prefix that is one."""
+    if target == "groupcoord":
+        return [n for n in names if n in modules]
+    if not target.startswith("groupcoord."):
+        return []
+    base = target[len("groupcoord.") :]
+    out = []
+    for name in names or [""]:
+        candidate = f"{base}.{name}" if name else base
+        while candidate and candidate not in modules:
+            candidate = candidate.rpartition(".")[0]
+        if candidate:
+            out.append(candidate)
+    return out
+
+
+def import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """module -> the groupcoord modules it imports, every import counted (TYPE_CHECKING and in functions)."""
+    modules = {module_name(ROOT / Path(rel), ROOT): text for rel, text in sources.items()}
+    names = set(modules)
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, text in modules.items():
+        for _, target, taken in imports(ast.parse(text, module)):
+            graph[module].update(t for t in resolve(target, taken, names) if t != module)
+    return graph
+
+
+def cycles(sources: dict[str, str]) -> list[list[str]]:
+    """The import circles among `sources`: each strongly connected component of more than one module
+    (Tarjan's algorithm), sorted."""
+    graph = import_graph(sources)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
 def source_files() -> dict[str, str]:
     return {
         str(p.relative_to(ROOT)): p.read_text()
@@ -118,6 +205,49 @@ def source_files() -> dict[str, str]:
 def test_the_source_follows_the_import_rules() -> None:
     found = violations(source_files())
     assert found == [], "\n".join(found)
+
+
+def test_no_import_circle_among_groupcoord_modules_even_through_type_hints() -> None:
+    found = cycles(source_files())
+    assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_no_handler_imports_the_broker() -> None:
+    """Handlers get `RequestContext.services` (server.services.HandlerServices), never the whole Broker."""
+    graph = import_graph(source_files())
+    offenders = {
+        m: sorted(graph[m]) for m in graph if m.startswith("server.apis") and "server.broker" in graph[m]
+    }
+    assert offenders == {}
+
+
+def test_the_cycle_checker_finds_a_circle_through_type_checking_imports() -> None:
+    sources = {
+        "server/dispatch.py": "if TYPE_CHECKING:\n    from groupcoord.server.network import Connection",
+        "server/network.py": "from groupcoord.server import dispatch",
+        "server/broker.py": "from groupcoord.server.network import Connection",
+    }
+    assert cycles(sources) == [["server.dispatch", "server.network"]]
+
+
+def test_the_cycle_checker_finds_a_circle_through_function_level_imports() -> None:
+    sources = {
+        "server/a.py": "def f():\n    import groupcoord.server.b",
+        "server/b.py": "from groupcoord.server.c import x",
+        "server/c.py": "from groupcoord.server.a import y",
+    }
+    assert cycles(sources) == [["server.a", "server.b", "server.c"]]
+
+
+def test_the_cycle_checker_accepts_a_one_way_chain() -> None:
+    sources = {
+        "server/apis/groups.py": "from groupcoord.server.dispatch import then",
+        "server/dispatch.py": "if TYPE_CHECKING:\n    from groupcoord.server.services import HandlerServices",
+        "server/broker.py": "from groupcoord.server.apis import groups\nfrom groupcoord.server.dispatch import x",
+        "server/services.py": "from groupcoord.server.runtime import Step",
+        "server/runtime.py": "import asyncio",
+    }
+    assert cycles(sources) == []
 
 
 def test_every_room_in_the_rules_exists() -> None:

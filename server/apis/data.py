@@ -43,13 +43,13 @@ def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Any:
 
 
 async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceResponse | None:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     jobs: list[Any] = []
     for t in req.topic_data:
         for p in t.partition_data:
             if req.transactional_id is not None:
                 jobs.append(_failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS))
-            elif ctx.broker.topics.is_internal(t.name):
+            elif ctx.services.topics.is_internal(t.name):
                 jobs.append(
                     _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {t.name}")
                 )
@@ -96,8 +96,8 @@ def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Any:
 
 
 async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
-    logs = ctx.broker.logs
-    topics = ctx.broker.topics
+    logs = ctx.services.logs
+    topics = ctx.services.topics
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     wanted = [(t.topic, p) for t in req.topics for p in t.partitions]
@@ -155,12 +155,12 @@ def list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> Any:
 
 
 async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.ListOffsetsResponse:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            if ctx.broker.topics.is_internal(t.name) and ctx.broker.topics.has_partition(
+            if ctx.services.topics.is_internal(t.name) and ctx.services.topics.has_partition(
                 t.name, p.partition_index
             ):
                 r = OffsetResult(ErrorCode.NONE, 0, -1)  # an empty log: every offset query answers 0
@@ -188,20 +188,20 @@ def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
 
 
 async def _init_producer_id(ctx: RequestContext) -> ip.InitProducerIdResponse:
-    pid, epoch = await ctx.broker.logs.init_producer_id()
+    pid, epoch = await ctx.services.logs.init_producer_id()
     return ip.InitProducerIdResponse(error_code=0, producer_id=pid, producer_epoch=epoch)
 
 
 def offset_for_leader_epoch(
     ctx: RequestContext, req: ol.OffsetForLeaderEpochRequest
 ) -> ol.OffsetForLeaderEpochResponse:
-    logs = ctx.broker.logs
+    logs = ctx.services.logs
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             plog = logs.partition(t.topic, p.partition)
-            if ctx.broker.topics.is_internal(t.topic) and ctx.broker.topics.has_partition(
+            if ctx.services.topics.is_internal(t.topic) and ctx.services.topics.has_partition(
                 t.topic, p.partition
             ):
                 parts.append(
@@ -226,8 +226,8 @@ def delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> Any:
 
 
 async def _delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> dt.DeleteTopicsResponse:
-    logs = ctx.broker.logs
-    topics = ctx.broker.topics
+    logs = ctx.services.logs
+    topics = ctx.services.topics
     if ctx.version >= 6:
         targets = []
         for t in req.topics:
@@ -286,8 +286,8 @@ async def _create_partitions(
 ) -> cp.CreatePartitionsResponse:
     """Kafka's `ReplicationControlManager.createPartitions` checks, in its order; manual assignments must
     name this node once per new partition (replication factor 1)."""
-    logs = ctx.broker.logs
-    node = ctx.broker.config.node_id
+    logs = ctx.services.logs
+    node = ctx.services.config.node_id
     results = []
     for t in req.topics:
         code, message = ErrorCode.NONE, None
@@ -297,7 +297,7 @@ async def _create_partitions(
             refused = check_partition_assignments(
                 t.count - info.partitions, [a.broker_ids for a in t.assignments], node
             )
-        if ctx.broker.topics.is_internal(t.name):
+        if ctx.services.topics.is_internal(t.name):
             code, message = (
                 ErrorCode.INVALID_TOPIC_EXCEPTION,
                 f"Cannot add partitions to internal topic {t.name}",

@@ -74,9 +74,9 @@ def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
         client_id=ctx.client_id,
         client_host=ctx.client_host,
     )
-    machine = ctx.broker.machine
+    machine = ctx.services.machine
     return then(
-        ctx.broker.runtime.call_parked(
+        ctx.services.runtime.call_parked(
             req.group_id,
             lambda tok, now: machine.join_group(mreq, tok, now),
             lambda: m.JoinGroupResult(UNKNOWN_SERVER_ERROR, member_id=req.member_id),
@@ -124,9 +124,9 @@ def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
         protocol_name=req.protocol_name,
         assignments=tuple((a.member_id, a.assignment) for a in req.assignments),
     )
-    machine = ctx.broker.machine
+    machine = ctx.services.machine
     return then(
-        ctx.broker.runtime.call_parked(
+        ctx.services.runtime.call_parked(
             req.group_id,
             lambda tok, now: machine.sync_group(mreq, tok, now),
             lambda: m.SyncGroupResult(UNKNOWN_SERVER_ERROR),
@@ -162,8 +162,8 @@ def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
     mreq = m.HeartbeatRequest(
         ctx.version, req.group_id, req.generation_id, req.member_id, req.group_instance_id
     )
-    machine = ctx.broker.machine
-    result = ctx.broker.runtime.call(
+    machine = ctx.services.machine
+    result = ctx.services.runtime.call(
         req.group_id, lambda now: machine.heartbeat(mreq, now), lambda: UNKNOWN_SERVER_ERROR
     )
     if isinstance(result, asyncio.Future):
@@ -178,8 +178,8 @@ def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
     else:
         members = tuple(m.LeaveMember(x.member_id, x.group_instance_id, x.reason) for x in req.members)
     mreq = m.LeaveGroupRequest(v, req.group_id, members)
-    machine = ctx.broker.machine
-    result = ctx.broker.runtime.call(
+    machine = ctx.services.machine
+    result = ctx.services.runtime.call(
         req.group_id,
         lambda now: machine.leave_group(mreq, now),
         lambda: m.LeaveGroupResult(UNKNOWN_SERVER_ERROR, ()),
@@ -203,7 +203,7 @@ def leave_response(r: m.LeaveGroupResult, v: int) -> LeaveGroupResponse:
 
 def describe_groups(ctx: RequestContext, req: dg.DescribeGroupsRequest) -> dg.DescribeGroupsResponse:
     v = ctx.version
-    described = ctx.broker.machine.describe_groups(list(req.groups))
+    described = ctx.services.machine.describe_groups(list(req.groups))
     groups = []
     for d in described:
         ops = GROUP_AUTHORIZED_OPERATIONS if (req.include_authorized_operations and d.error == 0) else INT_MIN
@@ -232,7 +232,7 @@ def describe_groups(ctx: RequestContext, req: dg.DescribeGroupsRequest) -> dg.De
 
 
 def list_groups(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroupsResponse:
-    listed = ctx.broker.machine.list_groups(list(req.states_filter), list(req.types_filter))
+    listed = ctx.services.machine.list_groups(list(req.states_filter), list(req.types_filter))
     return lg.ListGroupsResponse(
         error_code=ErrorCode.NONE,
         groups=tuple(
@@ -249,8 +249,8 @@ def list_groups(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroups
 
 def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
     names = list(dict.fromkeys(req.groups_names))  # de-duplicated, order kept
-    machine = ctx.broker.machine
-    result = ctx.broker.runtime.call_global(lambda now: machine.delete_groups(names, now))
+    machine = ctx.services.machine
+    result = ctx.services.runtime.call_global(lambda now: machine.delete_groups(names, now))
     return then(
         result,
         lambda pairs: DeleteGroupsResponse(

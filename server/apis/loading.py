@@ -19,6 +19,7 @@ from groupcoord.protocol.messages import join_group as jg
 from groupcoord.protocol.messages import leave_group as lv
 from groupcoord.protocol.messages import list_groups as lg
 from groupcoord.protocol.messages import offset_commit as oc
+from groupcoord.protocol.messages import offset_delete as od
 from groupcoord.protocol.messages import offset_fetch as of
 from groupcoord.protocol.messages import sync_group as sg
 from groupcoord.server.apis.offsets import commit_errors
@@ -91,6 +92,10 @@ def _delete(ctx: RequestContext, req: dl.DeleteGroupsRequest) -> dl.DeleteGroups
     )
 
 
+def _offset_delete(ctx: RequestContext, req: od.OffsetDeleteRequest) -> od.OffsetDeleteResponse:
+    return od.OffsetDeleteResponse(error_code=LOADING)
+
+
 WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.JOIN_GROUP: _join,
     ApiKey.SYNC_GROUP: _sync,
@@ -101,4 +106,5 @@ WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.DESCRIBE_GROUPS: _describe,
     ApiKey.LIST_GROUPS: _list,
     ApiKey.DELETE_GROUPS: _delete,
+    ApiKey.OFFSET_DELETE: _offset_delete,
 }

@@ -12,6 +12,7 @@ Version notes:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -37,18 +38,25 @@ from groupcoord.protocol.messages.metadata import (
     MetadataResponseTopic,
 )
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
+from groupcoord.server.configs.resolve import topic_entries
+from groupcoord.server.dispatch import then
 from groupcoord.server.log.errors import LogError
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import RequestContext
     from groupcoord.server.log.manager import LogManager
 
+# AclOperation bitfields of `AclEntry.supportedOperations`: TOPIC (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+# DESCRIBE_CONFIGS, ALTER_CONFIGS) and CLUSTER (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+# ALTER_CONFIGS, IDEMPOTENT_WRITE)
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 ZERO_UUID = uuid.UUID(int=0)
 
 
 def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsResponse:
-    table = ctx.broker.dispatcher.api_versions_table
+    table = ctx.services.api_versions_table
     if ctx.version >= 3 and not (
         _SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)
     ):
@@ -57,19 +65,19 @@ def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
 
 
 def _broker(ctx: RequestContext) -> MetadataResponseBroker:
-    b = ctx.broker
+    cfg = ctx.services.config
     return MetadataResponseBroker(
-        node_id=b.config.node_id,
-        host=b.config.public_host,
-        port=b.config.public_port,
-        rack=b.config.broker_rack,
+        node_id=cfg.node_id,
+        host=cfg.public_host,
+        port=cfg.public_port,
+        rack=cfg.broker_rack,
     )
 
 
 def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     info = topics.get(name)
-    node = ctx.broker.config.node_id
+    node = ctx.services.config.node_id
     if info is None:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     parts = tuple(
@@ -90,14 +98,39 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
 
 
 def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
+    """Metadata, with the authorized operations v8+ may ask for (librdkafka's `describe_cluster` and
+    `describe_topics` read them from here): with no authorizer Kafka reports every operation the resource
+    supports."""
+    result = _metadata(ctx, req)
+    cluster_ops = ctx.version <= 10 and req.include_cluster_authorized_operations
+    topic_ops = req.include_topic_authorized_operations
+    if ctx.version < 8 or not (cluster_ops or topic_ops):
+        return result
+
+    def add_operations(resp: MetadataResponse) -> MetadataResponse:
+        topics = resp.topics
+        if topic_ops:
+            topics = tuple(
+                dataclasses.replace(t, topic_authorized_operations=TOPIC_OPERATIONS)
+                if t.error_code == 0
+                else t
+                for t in topics
+            )
+        ops = CLUSTER_OPERATIONS if cluster_ops else resp.cluster_authorized_operations
+        return dataclasses.replace(resp, topics=topics, cluster_authorized_operations=ops)
+
+    return then(result, add_operations)
+
+
+def _metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
     """Kafka's `handleTopicMetadataRequest`: all topics, topics by name, or (v12) topics by id.
 
     When any requested topic carries a non-zero id the request is by id (names are then ignored, as in Kafka):
     the Java AdminClient's `describeTopics(TopicCollection.ofTopicIds(...))` sends the id with an empty name.
     Unknown ids are answered UNKNOWN_TOPIC_ID with the id echoed and a null name.
     """
-    broker = ctx.broker
-    topics = broker.topics
+    services = ctx.services
+    topics = services.topics
     if req.topics is None or (ctx.version == 0 and not req.topics):
         return _metadata_response(ctx, sorted(topics.names()))
     if any(t.name is None or t.topic_id != ZERO_UUID for t in req.topics):
@@ -113,7 +146,7 @@ def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
                 wanted.append(info.name)
         return _metadata_response(ctx, wanted, unknown)
     wanted = [t.name for t in req.topics if t.name is not None]
-    auto = broker.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
+    auto = services.config.auto_create_topics_enable and (ctx.version < 4 or req.allow_auto_topic_creation)
     missing = [n for n in dict.fromkeys(wanted) if auto and topics.get(n) is None and topics.valid_name(n)]
     if missing:
         return asyncio.ensure_future(_create_then_answer(ctx, wanted, missing))
@@ -123,7 +156,7 @@ def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
 def _invalid_request(ctx: RequestContext, req: MetadataRequest) -> MetadataResponse:
     """Kafka's answer to a topic without a name before v12 ("Topic name can not be null"), or with neither a
     name nor an id: the request's error response, INVALID_REQUEST for every topic asked for."""
-    cfg = ctx.broker.config
+    cfg = ctx.services.config
     entries = tuple(
         MetadataResponseTopic(error_code=ErrorCode.INVALID_REQUEST, name=t.name or "", topic_id=t.topic_id)
         for t in req.topics or ()
@@ -134,17 +167,17 @@ def _invalid_request(ctx: RequestContext, req: MetadataRequest) -> MetadataRespo
 
 
 async def _create_then_answer(ctx: RequestContext, wanted: list[str], missing: list[str]) -> MetadataResponse:
-    partitions = ctx.broker.config.num_partitions
+    partitions = ctx.services.config.num_partitions
     for name in missing:
-        await ctx.broker.topics.create(name, partitions)
+        await ctx.services.topics.create(name, partitions)
     return _metadata_response(ctx, wanted)
 
 
 def _metadata_response(
     ctx: RequestContext, wanted: list[str], unknown_ids: list[uuid.UUID] | tuple[()] = ()
 ) -> MetadataResponse:
-    topics = ctx.broker.topics
-    cfg = ctx.broker.config
+    topics = ctx.services.topics
+    cfg = ctx.services.config
     entries = []
     for name in wanted:
         if not topics.valid_name(name):
@@ -164,7 +197,7 @@ def _metadata_response(
 
 
 def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    cfg = ctx.broker.config
+    cfg = ctx.services.config
     if req.key_type == 0:
         error, message = ErrorCode.NONE, None
     elif req.key_type in (1, 2):
@@ -199,18 +232,18 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
     """Kafka's order of checks: duplicates, the reserved `__consumer_offsets` (it exists), configs, then
     `ReplicationControlManager.createTopic` (manual assignments, replication factor), then the name and
     the log."""
-    logs = ctx.broker.logs
-    node = ctx.broker.config.node_id
+    logs = ctx.services.logs
+    node = ctx.services.config.node_id
     results = []
     seen: set[str] = set()
     for t in req.topics:
         error, message = ErrorCode.NONE, None
-        partitions = t.num_partitions if t.num_partitions != -1 else ctx.broker.config.num_partitions
+        partitions = t.num_partitions if t.num_partitions != -1 else ctx.services.config.num_partitions
         topic_id = ZERO_UUID
         configs, refused = check_configs((c.name, c.value) for c in t.configs)
         if t.name in seen:
             error, message = ErrorCode.INVALID_REQUEST, "topic named twice in one request"
-        elif ctx.broker.topics.is_internal(t.name):
+        elif ctx.services.topics.is_internal(t.name):
             error, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
         elif (named := _name_refusal(logs, t.name)) is not None:
             error, message = named
@@ -239,8 +272,14 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                     logs.validate_new_topic(t.name, partitions)
                 else:
                     topic_id = await logs.create_topic(t.name, partitions, configs)
+                    await ctx.services.configs.set_topic(t.name, str(topic_id), dict(configs))
             except LogError as exc:
                 error, message = exc.code, exc.message
+            except OSError as exc:
+                error, message = (
+                    ErrorCode.UNKNOWN_SERVER_ERROR,
+                    f"could not write the configs: {exc.strerror}",
+                )
         seen.add(t.name)
         ok = error == ErrorCode.NONE
         results.append(
@@ -251,7 +290,7 @@ async def _create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Creat
                 error_message=message,
                 num_partitions=partitions if ok and ctx.version >= 5 else -1,
                 replication_factor=1 if ok and ctx.version >= 5 else -1,
-                configs=_result_configs(configs) if ok and ctx.version >= 5 else None,
+                configs=_result_configs(ctx, configs) if ok and ctx.version >= 5 else None,
             )
         )
     return CreateTopicsResponse(topics=tuple(results))
@@ -266,10 +305,18 @@ def _name_refusal(logs: LogManager, name: str) -> tuple[ErrorCode, str] | None:
     return None
 
 
-def _result_configs(configs: tuple[tuple[str, str], ...]) -> tuple[CreatableTopicConfigs, ...]:
-    """The configs set on the topic (source TOPIC_CONFIG, 1). Kafka lists every topic config with its
-    default as well; we keep only what was given (docs/differences.md)."""
+def _result_configs(
+    ctx: RequestContext, configs: tuple[tuple[str, str], ...]
+) -> tuple[CreatableTopicConfigs, ...]:
+    """Every topic config with its effective value and source, as Kafka's v5+ answer lists them (the given
+    ones as TOPIC_CONFIG, the rest from the broker's defaults)."""
     return tuple(
-        CreatableTopicConfigs(name=n, value=v, read_only=False, config_source=1, is_sensitive=False)
-        for n, v in configs
+        CreatableTopicConfigs(
+            name=e.name,
+            value=e.value,
+            read_only=e.read_only,
+            config_source=int(e.source),
+            is_sensitive=e.sensitive,
+        )
+        for e in topic_entries(dict(configs), ctx.services.configs.layers)
     )

@@ -45,7 +45,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     v = ctx.version
     if v == 0:
         return commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
-    topics = ctx.broker.topics
+    topics = ctx.services.topics
     errors: dict[tuple[str, int], int] = {}
     accepted: list[tuple[str, tuple[m.CommitPartition, ...]]] = []
     for t in req.topics:
@@ -98,14 +98,14 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         retention_time_ms=req.retention_time_ms,
         topics=tuple(accepted),
     )
-    machine = ctx.broker.machine
+    machine = ctx.services.machine
     failed = m.OffsetCommitResult(
         tuple(
             (topic, tuple((p.partition, int(ErrorCode.UNKNOWN_SERVER_ERROR)) for p in parts))
             for topic, parts in accepted
         )
     )
-    call = ctx.broker.runtime.call_parked(
+    call = ctx.services.runtime.call_parked(
         req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now), lambda: failed
     )
     return then(call, respond)
@@ -113,8 +113,8 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
 
 def _fetch_one(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> Any:
     mreq = m.OffsetFetchRequest(ctx.version, group_id, topics, require_stable)
-    machine = ctx.broker.machine
-    return ctx.broker.runtime.call(group_id, lambda now: (machine.fetch_offsets(mreq, now), None))
+    machine = ctx.services.machine
+    return ctx.services.runtime.call(group_id, lambda now: (machine.fetch_offsets(mreq, now), None))
 
 
 def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:

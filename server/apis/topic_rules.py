@@ -1,5 +1,5 @@
 """Kafka's checks on CreateTopics / CreatePartitions input that need no storage: manual replica assignments
-and topic config names, with Kafka's error codes and messages (`ReplicationControlManager.createTopic`,
+and topic configs, with Kafka's error codes and messages (`ReplicationControlManager.createTopic`,
 `validateManualPartitionAssignment`, `createPartitions`; `LogConfig.validateNames`).
 
 groupcoord is one broker, so a manual assignment is valid when every partition lists exactly this node once:
@@ -11,61 +11,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.configs.manager import check_topic_configs
 
 Refusal = tuple[ErrorCode, str]
-
-# The topic-level configs of Apache Kafka 4.x (`LogConfig.configNames`): anything else is INVALID_CONFIG.
-TOPIC_CONFIG_NAMES = frozenset(
-    {
-        "cleanup.policy",
-        "compression.gzip.level",
-        "compression.lz4.level",
-        "compression.type",
-        "compression.zstd.level",
-        "delete.retention.ms",
-        "file.delete.delay.ms",
-        "flush.messages",
-        "flush.ms",
-        "follower.replication.throttled.replicas",
-        "index.interval.bytes",
-        "leader.replication.throttled.replicas",
-        "local.retention.bytes",
-        "local.retention.ms",
-        "max.compaction.lag.ms",
-        "max.message.bytes",
-        "message.timestamp.after.max.ms",
-        "message.timestamp.before.max.ms",
-        "message.timestamp.type",
-        "min.cleanable.dirty.ratio",
-        "min.compaction.lag.ms",
-        "min.insync.replicas",
-        "preallocate",
-        "remote.log.copy.disable",
-        "remote.log.delete.on.disable",
-        "remote.storage.enable",
-        "retention.bytes",
-        "retention.ms",
-        "segment.bytes",
-        "segment.index.bytes",
-        "segment.jitter.ms",
-        "segment.ms",
-        "unclean.leader.election.enable",
-    }
-)
 
 
 def check_configs(
     configs: Iterable[tuple[str, str | None]],
 ) -> tuple[tuple[tuple[str, str], ...], Refusal | None]:
     """The configs to keep, in request order, and Kafka's refusal if any: a null value is INVALID_REQUEST, an
-    unknown name INVALID_CONFIG ("Unknown topic config name: x"). Values are kept as given, not validated."""
+    unknown name INVALID_CONFIG ("Unknown topic config name: x"), a bad value INVALID_CONFIG with
+    `ConfigDef`'s message (server/configs)."""
     kept: dict[str, str] = {}
     for name, value in configs:
         if value is None:
             return (), (ErrorCode.INVALID_REQUEST, f"Null value not supported for topic configs: {name}")
-        if name not in TOPIC_CONFIG_NAMES:
-            return (), (ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {name}")
         kept[name] = value
+    refusal = check_topic_configs(kept)
+    if refusal is not None:
+        return (), refusal
     return tuple(kept.items()), None
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
@@ -21,8 +21,11 @@ from groupcoord.server.control.faults import (
 from groupcoord.server.control.views import GroupView, MemberView
 
 if TYPE_CHECKING:
-    from groupcoord.server.broker import Broker
-    from groupcoord.server.control.http import ControlHttp
+    from groupcoord.server.coordinator.shard import GroupCoordinatorShard
+    from groupcoord.server.dispatch import Dispatcher
+    from groupcoord.server.journal import Journal
+    from groupcoord.server.runtime import GroupRuntime
+    from groupcoord.server.timers import Clock
 
 log = structlog.get_logger("groupcoord.control")
 
@@ -52,15 +55,33 @@ class EventStream:
         self.close()
 
 
+class Endpoint(Protocol):
+    """A serving endpoint of these controls (`server.control.http.ControlHttp`), stopped with them."""
+
+    async def stop(self) -> None: ...
+
+
+class ControlledServer(Protocol):
+    """What the controls use of the running server (`server.broker.Broker` satisfies it). A Protocol, so that
+    `server.control` does not import `server.broker`, which makes the controls on first use."""
+
+    clock: Clock
+    loop: asyncio.AbstractEventLoop | None
+    journal: Journal | None
+    machine: GroupCoordinatorShard | None
+    runtime: GroupRuntime | None
+    dispatcher: Dispatcher
+
+
 class Control:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: ControlledServer) -> None:
         assert broker.loop is not None and broker.journal is not None, "start the broker first"
         self.broker = broker
         self.faults = FaultInjector(broker.dispatcher, broker.loop)
         self._changed = asyncio.Event()
         self._subscribers: list[EventStream] = []
         broker.journal.listeners.append(self._on_event)
-        self._http: ControlHttp | None = None
+        self._http: Endpoint | None = None
         self.http_port: int | None = None
 
     # -- time
@@ -291,14 +312,10 @@ class Control:
 
     # -- HTTP endpoint and lifetime
 
-    async def serve_http(self, host: str, port: int) -> int:
-        """Serve these controls as JSON over HTTP (server/control/http.py); returns the bound port."""
-        from groupcoord.server.control.http import ControlHttp
-
-        self._http = ControlHttp(self)
-        self.http_port = await self._http.start(host, port)
-        log.info("control endpoint listening", host=host, port=self.http_port)
-        return self.http_port
+    def attach_http(self, endpoint: Endpoint, port: int) -> None:
+        """Called by `server.control.http.serve_http`: the endpoint stops when these controls close."""
+        self._http = endpoint
+        self.http_port = port
 
     async def close(self) -> None:
         self.faults.clear()

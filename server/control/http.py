@@ -226,3 +226,12 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict]:
     if not isinstance(body, dict):
         raise HttpError(400, "body must be a JSON object")
     return method.upper(), target, body
+
+
+async def serve_http(control: Control, host: str, port: int) -> int:
+    """Serve `control` as JSON over HTTP on host:port (0 picks a free port); returns the bound port."""
+    endpoint = ControlHttp(control)
+    bound = await endpoint.start(host, port)
+    control.attach_http(endpoint, bound)
+    log.info("control endpoint listening", host=host, port=bound)
+    return bound

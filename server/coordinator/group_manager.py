@@ -485,6 +485,45 @@ class GroupMetadataManager(ClassicMembership):
             if len(g.members) > self.ctx.config.max_size:
                 self._prepare_rebalance(g, "loaded")
 
+    def reset_group(self, g: ClassicGroup) -> None:
+        """Bring a group whose step raised (a bug) back to a state the machine can work from, the way it would
+        load one from storage: parked JoinGroup/SyncGroup requests are answered UNKNOWN_SERVER_ERROR (as Kafka
+        maps an unexpected exception), its timers are cancelled, and it is replaced by an Empty group at the
+        next generation (members gone, committed offsets kept), persisted and journalled (`state_change`,
+        reason `reset_after_internal_error`). The failed step's partial effects were never applied. Kafka
+        instead reverts to its last committed snapshot, which can leave a join parked for good when the failed
+        step was the join timer."""
+        err = int(E.UNKNOWN_SERVER_ERROR)
+        for mid, m in g.members.items():
+            self._answer_parked(m, err, mid, err)
+            self._cancel_hb(g, mid)
+        for mid in g.pending_join_members:
+            self._cancel_hb(g, mid)
+        self._cancel_join(g)
+        self._cancel_sync(g)
+        record = GroupRecord(
+            g.group_id,
+            GroupMetadataValue(
+                protocol_type=g.protocol_type,
+                generation=g.generation_id + 1,
+                protocol=None,
+                leader=None,
+                current_state_timestamp=self.ctx.now,
+                members=(),
+            ),
+        )
+        state_from = str(g.state)
+        self.replay_group(record)
+        self.ctx.fx.record(record)
+        fresh = self.groups[g.group_id]
+        self.ctx.event(
+            fresh,
+            "state_change",
+            state_from=state_from,
+            state_to=str(fresh.state),
+            reason="reset_after_internal_error",
+        )
+
     def unload(self) -> None:
         """Answer parked requests NOT_COORDINATOR, cancel timers, journal every group going Dead, drop them."""
         err = int(E.NOT_COORDINATOR)

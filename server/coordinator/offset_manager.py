@@ -8,7 +8,7 @@ live here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.consumer import CONSUMER
@@ -164,6 +164,37 @@ class OffsetMetadataManager:
         if v is None:
             return FetchedPartition(partition, -1, -1, "", NONE)
         return FetchedPartition(partition, v.offset, v.leader_epoch, v.metadata, NONE)
+
+    # ================================================================================ OffsetDelete
+
+    def delete_offsets(
+        self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]]
+    ) -> tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]]:
+        """Kafka's `OffsetMetadataManager.deleteOffsets` for a classic group: (top-level error, per-topic
+        partition errors). An unknown or Dead group is GROUP_ID_NOT_FOUND; a non-Empty group not using the
+        consumer protocol is NON_EMPTY_GROUP; partitions of a topic the live consumer group subscribes to get
+        GROUP_SUBSCRIBED_TO_TOPIC; every other partition gets NONE, with a tombstone when it had an offset.
+        The offsets leave memory now, as Kafka replays its tombstones at once; the caller answers after the
+        write."""
+        g = self.group_manager.group(group_id)
+        if g is None or g.state == DEAD:
+            return int(E.GROUP_ID_NOT_FOUND), ()
+        if g.state in (STABLE, PREPARING, COMPLETING) and g.protocol_type != CONSUMER:
+            return int(E.NON_EMPTY_GROUP), ()
+        offsets = self.offsets.get(group_id, {})
+        out = []
+        for topic, partitions in topics:
+            subscribed = g.subscribed_topics is not None and topic in g.subscribed_topics
+            errors = []
+            for p in partitions:
+                if subscribed:
+                    errors.append((p, int(E.GROUP_SUBSCRIBED_TO_TOPIC)))
+                    continue
+                if offsets.pop((topic, p), None) is not None:
+                    self.ctx.fx.record(OffsetRecord(group_id, topic, p, None))
+                errors.append((p, NONE))
+            out.append((topic, tuple(errors)))
+        return NONE, tuple(out)
 
     # ========================================================================= retention and expiry
 

@@ -117,6 +117,13 @@ class GroupCoordinatorShard:
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
         return self.offset_manager.fetch_offsets(req, now_ms)
 
+    def delete_offsets(
+        self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]], now_ms: int
+    ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
+        """OffsetDelete (API 47): the result and the tombstones to write before answering."""
+        fx = self._ctx.begin(now_ms)
+        return self.offset_manager.delete_offsets(group_id, topics), fx
+
     # ============================================================ across managers: delete, cleanup
 
     def delete_groups(self, ids: Iterable[str], now_ms: int) -> tuple[list[tuple[str, int]], Effects]:
@@ -140,6 +147,16 @@ class GroupCoordinatorShard:
         for g in list(self.group_manager.groups.values()):
             if self.offset_manager.cleanup_expired_offsets(g, now_ms) and g.state == EMPTY:
                 self._delete_group(g, "expired")
+        return fx
+
+    def reset_group(self, group_id: str, now_ms: int) -> Effects:
+        """After a step of this group raised (a bug): answer its parked JoinGroup/SyncGroup requests
+        UNKNOWN_SERVER_ERROR, cancel its timers, and replace it by an Empty group at the next generation,
+        written and journalled (`GroupMetadataManager.reset_group`). No group: nothing to do."""
+        fx = self._ctx.begin(now_ms)
+        g = self.group_manager.group(group_id)
+        if g is not None:
+            self.group_manager.reset_group(g)
         return fx
 
     def _delete_group(self, g: ClassicGroup, reason: str) -> None:

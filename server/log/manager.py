@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.flush import Flusher, FlushPolicy
+from groupcoord.server.log.maintenance import Maintenance, MaintenanceConfig
 from groupcoord.server.log.partition import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MAX_BATCH_BYTES,
@@ -94,6 +96,7 @@ class LogManager:
         index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         background_flush_ms: int = 1000,
+        maintenance: MaintenanceConfig | None = None,
     ) -> None:
         if storage not in ("disk", "memory"):
             raise ValueError(f"storage must be 'disk' or 'memory', not {storage!r}")
@@ -119,6 +122,16 @@ class LogManager:
         self._flusher: Flusher | None = Flusher(self.policy, background_flush_ms) if self.root else None
         self._data_waiters: dict[PartitionLog, set[asyncio.Future[None]]] = {}
         self._closed = False
+        # retention and compaction (server/log/maintenance.py); per-topic settings from `set_log_config`
+        self._configs: dict[str, LogConfig] = {}
+        self._state_lock = asyncio.Lock()  # one log_state.json writer at a time
+        self.maintenance = Maintenance(
+            maintenance or MaintenanceConfig(),
+            lambda: list(self._logs.values()),
+            lambda plog: not self._closed and self._logs.get((plog.topic, plog.partition)) is plog,
+            self._flusher,
+            self._state_lock,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def open(self) -> None:
@@ -127,6 +140,7 @@ class LogManager:
             await asyncio.to_thread(self._open_disk)
         if self._flusher is not None:
             self._flusher.start()
+        self.maintenance.start()
 
     def _open_disk(self) -> None:
         assert self.root is not None
@@ -147,13 +161,18 @@ class LogManager:
         if fresh and directory is not None and directory.exists():
             log.warning("removing orphaned partition directory %s", directory)
             shutil.rmtree(directory)
-        return PartitionLog.open(topic, partition, directory, **self._log_options)
+        plog = PartitionLog.open(topic, partition, directory, **self._log_options)
+        config = self._configs.get(topic)
+        if config is not None:
+            plog.apply_config(config)
+        return plog
 
     async def close(self) -> None:
         """Fsync everything (whatever the policy), write producer snapshots, close files."""
         if self._closed:
             return
         self._closed = True
+        await self.maintenance.stop()
         for plog in self._logs.values():
             while plog.busy:
                 await asyncio.sleep(0.005)
@@ -236,6 +255,7 @@ class LogManager:
                 raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
             new = {k: v for k, v in self._topics.items() if k != name}
             await self._save(new)
+            self._configs.pop(name, None)
             self._topics = new
             self._by_id.pop(info.topic_id, None)
             logs = [self._logs.pop((name, p)) for p in range(info.partitions) if (name, p) in self._logs]
@@ -299,6 +319,45 @@ class LogManager:
     async def _run(self, fn):  # type: ignore[no-untyped-def]
         """Disk work in a thread; memory work inline (it is instant)."""
         return await asyncio.to_thread(fn) if self.root is not None else fn()
+
+    # -- per-topic log settings (the configs side calls set_log_config) ------------------------------
+    def set_log_config(self, topic: str, config: LogConfig) -> None:
+        """Apply a topic's effective log settings to its partitions now (and to partitions created later):
+        a new segment size counts from the next roll, retention and compaction settings from the next pass."""
+        self._configs[topic] = config
+        for (t, _), plog in self._logs.items():
+            if t == topic:
+                plog.apply_config(config)
+
+    def log_config(self, topic: str) -> LogConfig:
+        return self._configs.get(topic, LogConfig())
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
+        """DeleteRecords for one partition: move the log start offset up to `offset` (-1: the high
+        watermark), durably, before answering; returns (error, low watermark). Segments wholly below the
+        new start are deleted by a retention pass started at once. Kafka's rules: an offset beyond the high
+        watermark (or negative other than -1) is OFFSET_OUT_OF_RANGE, and a topic whose cleanup.policy lacks
+        `delete` is POLICY_VIOLATION."""
+        plog = self._logs.get((topic, partition))
+        if plog is None or self._closed:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+        if "delete" not in plog.config.cleanup_policy:
+            return ErrorCode.POLICY_VIOLATION, -1
+        if plog.offline_reason is not None:
+            return ErrorCode.KAFKA_STORAGE_ERROR, -1
+        target = plog.high_watermark if offset == -1 else offset
+        if target < 0 or target > plog.high_watermark:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1
+        if plog.advance_start(target):
+            if self.root is not None:
+                try:
+                    async with self._state_lock:
+                        await asyncio.to_thread(plog.save_state)
+                except OSError as e:
+                    log.error("%s-%d: cannot save the log start offset: %s", topic, partition, e)
+                    return ErrorCode.KAFKA_STORAGE_ERROR, -1
+            self.maintenance.kick()
+        return ErrorCode.NONE, plog.log_start_offset
 
     # -- producer ids ------------------------------------------------------------------------------
     async def init_producer_id(self) -> tuple[int, int]:

@@ -40,9 +40,12 @@ from groupcoord.server.log.batch import (
     stored_prefix,
     validate_for_append,
 )
+from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.logstate import read_log_state, recover_swaps, write_log_state
 from groupcoord.server.log.producer_state import ProducerStateManager
-from groupcoord.server.log.segment import DiskFile, MemoryFile, Segment, segment_name
+from groupcoord.server.log.records import check_keys
+from groupcoord.server.log.segment import DiskFile, MemoryFile, Segment, segment_name, wall_ms
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,13 @@ class PartitionLog:
         self.unsynced: list[Segment] = []
         self.pending_snapshot: dict | None = None
         self.busy = 0  # scans running in a thread; closing waits for 0
+        # retention and compaction (server/log/retention.py, cleaner.py); both durable in log_state.json
+        self.config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=max_batch_bytes)
+        self.start_offset = 0  # the log start offset, at least the first segment's base
+        self.cleaner_offset = 0  # first offset not yet compacted (Kafka's cleaner checkpoint)
+        # once compacted, batches may leave offset gaps: the baseOffset check relaxes from "== previous
+        # batch's next offset" to ">=" (baseOffset is outside the CRC, so this check is all that guards it)
+        self.gaps = False
 
     # -- opening and recovery --------------------------------------------------------------------------
     @classmethod
@@ -103,16 +113,19 @@ class PartitionLog:
         directory.mkdir(parents=True, exist_ok=True)
         for stray in directory.glob("*.tmp"):
             stray.unlink()
+        recover_swaps(directory)
         bases = sorted(int(f.stem) for f in directory.glob("*.log") if f.stem.isdigit())
         for f in directory.glob("*.index"):
             if f.stem.isdigit() and int(f.stem) not in bases:
                 f.unlink()
+        p.start_offset, p.cleaner_offset, p.gaps = read_log_state(directory)
         if not bases:
             p._add_segment(0)
         else:
             p._recover(bases)
         p.durable_offset = p.next_offset
         p._recover_producers()
+        p.start_offset = min(max(p.start_offset, p.bases[0]), p.next_offset)
         return p
 
     def _add_segment(self, base: int) -> Segment:
@@ -168,7 +181,7 @@ class PartitionLog:
                 except LogError as e:
                     bad_pos, reason = pos, e.message
                     break
-                if h.base_offset != expected:  # baseOffset is outside the CRC: check it by continuity
+                if h.base_offset < expected or (h.base_offset != expected and not self.gaps):
                     bad_pos, reason = pos, f"base offset {h.base_offset}, expected {expected}"
                     break
                 headers.append(h)
@@ -249,7 +262,30 @@ class PartitionLog:
     # -- properties ------------------------------------------------------------------------------------
     @property
     def log_start_offset(self) -> int:
-        return self.bases[0]
+        """Kafka's logStartOffset: the first segment's base, or higher after DeleteRecords."""
+        return max(self.start_offset, self.bases[0])
+
+    @property
+    def compacted(self) -> bool:
+        return "compact" in self.config.cleanup_policy
+
+    def apply_config(self, config: LogConfig) -> None:
+        """Take a topic's settings: the next roll uses the new segment size, the next pass the retention."""
+        self.config = config
+        self.segment_bytes = min(config.segment_bytes, 2**31 - 1)
+        self.max_batch_bytes = config.max_message_bytes
+
+    def save_state(self) -> None:
+        """Make the log start offset and cleaner checkpoint durable (blocking; call it in a thread)."""
+        if self.directory is not None:
+            write_log_state(self.directory, self.log_start_offset, self.cleaner_offset, self.gaps)
+
+    def advance_start(self, offset: int) -> bool:
+        """Move the log start offset up to `offset` (DeleteRecords, retention); False if it was there."""
+        if offset <= self.log_start_offset:
+            return False
+        self.start_offset = min(offset, self.next_offset)
+        return True
 
     @property
     def log_end_offset(self) -> int:
@@ -284,13 +320,17 @@ class PartitionLog:
                 ErrorCode.MESSAGE_TOO_LARGE, f"batch of {h.size} bytes exceeds {self.max_batch_bytes}"
             )
         validate_for_append(h)
+        if self.compacted:
+            check_keys(memoryview(blob)[: h.size], h)
         dup = self.producers.check(h)
         if dup is not None:
             return dup, True
         base = self.next_offset
         seg = self.segments[-1]
-        if seg.size > 0 and seg.size + h.size > self.segment_bytes:
-            seg = self._roll()
+        if seg.size > 0 and (
+            seg.size + h.size > self.segment_bytes or wall_ms() - seg.created_ms > self.config.segment_ms
+        ):
+            seg = self.roll()
         next_offset = base + h.last_offset_delta + 1
         parts = [stored_prefix(base, h, self.leader_epoch), memoryview(blob)[16 : h.size]]
         try:
@@ -304,11 +344,11 @@ class PartitionLog:
         self.dirty = True
         return base, False
 
-    def _roll(self) -> Segment:
+    def roll(self) -> Segment:
         """Start a new segment at the log end; the old one is fsynced by the next flush."""
         old = self.segments[-1]
         old._close_index()
-        if old not in self.unsynced:
+        if self.directory is not None and old not in self.unsynced:  # memory logs have nothing to fsync
             self.unsynced.append(old)
         seg = self._add_segment(self.next_offset)
         if self.directory is not None:
@@ -380,7 +420,8 @@ class PartitionLog:
             if end + size > n:
                 break
             if self.verify_on_read and (
-                not _valid_batch(data, end, length) or (expected >= 0 and base != expected)
+                not _valid_batch(data, end, length)
+                or (expected >= 0 and (base < expected or (base != expected and not self.gaps)))
             ):
                 self._mark_corrupt(seg, pos + end, "corrupt batch (CRC or offset) on read", expected)
                 return data[:end]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import time
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -26,6 +27,10 @@ from groupcoord.server.log.batch import HEADER_SIZE, BatchHeader, parse_header
 
 _INDEX_ENTRY = struct.Struct(">II")
 INDEX_ENTRY_SIZE = _INDEX_ENTRY.size
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def segment_name(base_offset: int) -> str:
@@ -128,7 +133,11 @@ class Segment:
         self._bytes_since_index = 0
         self._index_fd = -1
         self.next_offset = base_offset  # exact for the active segment; set from the next base for others
-        self.max_timestamp = -1
+        self.max_timestamp = -1  # -1 until known (appended to, or scanned)
+        # Kafka's segment lastModified (tombstone horizon) and roll clock (segment.ms); the file's mtime on disk
+        mtime = int(os.stat(data.path).st_mtime * 1000) if isinstance(data, DiskFile) else wall_ms()
+        self.created_ms = mtime if data.size else wall_ms()
+        self.last_modified_ms = mtime
 
     # -- index -----------------------------------------------------------------------------------------
     def load_index(self) -> bool:
@@ -160,6 +169,10 @@ class Segment:
         self._bytes_since_index = self.index_interval_bytes  # index the first batch
         for h in headers:
             self._maybe_index(h.base_offset, h.position, h.size)
+        self.rebuild_index_file()
+
+    def rebuild_index_file(self) -> None:
+        """Atomically rewrite `.index` from the in-memory index."""
         if self.index_path is not None:
             self._close_index()
             tmp = self.index_path.with_suffix(".index.tmp")
@@ -210,6 +223,7 @@ class Segment:
             if e is not None:
                 index_bytes.append(e)
             position += size
+            self.last_modified_ms = wall_ms()
             self.next_offset = next_offset
             if max_ts > self.max_timestamp:
                 self.max_timestamp = max_ts

@@ -45,7 +45,7 @@ CAPS = {
     ApiKey.DELETE_GROUPS: 2,
     ApiKey.API_VERSIONS: 3,
 }
-OFFSET_DELETE = 47  # not in our codec (groupcoord does not implement it): encoded by hand, v0 only
+OFFSET_DELETE = 47  # encoded by hand, v0 only (this client predates our codec's declaration of it)
 EARLIEST, LATEST = -2, -1
 
 

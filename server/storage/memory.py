@@ -20,6 +20,11 @@ class MemoryStateStore:
         self._closed = False
         self.transactions = 0
 
+    @property
+    def rows(self) -> dict[tuple, Record]:
+        """What is stored now, by record key (a read view for tests and inspection; write through `write_now`)."""
+        return self._rows
+
     async def open(self) -> None:
         self._closed = False
 

@@ -139,6 +139,25 @@ class Driver:
                     raise self._fail(f"expected phase {name!r}, got {event['phase']!r}")
                 return event
 
+    def request(self, line: str, timeout: float = 60.0) -> Any:
+        """Sends one command line and returns the `result` of the driver's next `reply` event (an `error` in
+        the reply raises). For command-driven drivers (`tests/drivers/java/ScenarioDriver.java`)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        while True:
+            try:
+                event = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                raise self._fail(f"no reply to {line!r} within {timeout}s") from None
+            if event is None:
+                self.proc.wait(10)
+                raise self._fail(f"driver exited ({self.proc.returncode}) before replying to {line!r}")
+            if event["event"] == "reply":
+                if event.get("error") is not None:
+                    raise self._fail(f"{line!r} failed: {json.dumps(event['error'])}")
+                return event.get("result")
+
     def go(self) -> None:
         """Lets the driver continue past the phase it is waiting in."""
         assert self.proc.stdin is not None

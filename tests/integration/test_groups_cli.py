@@ -141,14 +141,20 @@ async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> Non
     try:
         busy = cli(bs, "delete", "--group", "g3")
         assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stdout
-        unsupported = cli(bs, "delete-offsets", "--group", "g3", "--topic", "cli3")
-        assert unsupported.returncode == 1
-        assert "does not support OffsetDelete (API 47)" in unsupported.stdout
+        # the live consumer subscribes to cli3: Kafka refuses each partition
+        subscribed = cli(bs, "delete-offsets", "--group", "g3", "--topic", "cli3")
+        assert subscribed.returncode == 1
+        assert subscribed.stdout.count("Error: GROUP_SUBSCRIBED_TO_TOPIC") == 2, subscribed.stdout
+        assert committed(bs, "g3") == {("cli3", 0): 3, ("cli3", 1): 4}
     finally:
         await consumer.stop()
     await wait_for(
         lambda: rows(bs, "describe", "--group", "g3", "--state")[0]["state"] == "Empty", 20, "Empty"
     )
+    done = cli(bs, "delete-offsets", "--group", "g3", "--topic", "cli3:1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Request succeeded for deleting offsets from group g3." in done.stdout
+    assert committed(bs, "g3") == {("cli3", 0): 3}
     done = cli(bs, "delete", "--group", "g3")
     assert (
         done.returncode == 0 and "Deletion of requested consumer groups ('g3') was successful." in done.stdout

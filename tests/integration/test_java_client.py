@@ -215,3 +215,46 @@ def test_java_admin_describes_topics_by_topic_id(groupcoord_server, run_java) ->
     assert by_id["result"] == {"topic_id": created["topic_id"], "name": "java-by-id", "partitions": [0, 1, 2]}
     [unknown] = d.admin("describe_unknown_id")
     assert (unknown["ok"], unknown["error"]) == (False, "UnknownTopicIdException")
+
+
+def test_java_admin_configs_cluster_and_offset_delete(groupcoord_server, run_java) -> None:
+    """The Java AdminClient calls issue 13 found failing: describeConfigs (topic and broker), incremental
+    alterConfigs, describeCluster with authorized operations and deleteConsumerGroupOffsets."""
+    d = run_java("AdminDriver", "configs", groupcoord_server.bootstrap, "java-cfg", "java-cfg-g")
+    d.finish()
+    [topic] = d.admin("describe_topic")
+    assert topic["ok"], topic
+    r = topic["result"]
+    assert (r["cleanup.policy"]["value"], r["cleanup.policy"]["source"]) == (
+        "compact",
+        "DYNAMIC_TOPIC_CONFIG",
+    )
+    assert (r["retention.ms"]["value"], r["retention.ms"]["source"]) == ("604800000", "DEFAULT_CONFIG")
+    assert r["retention.bytes"]["value"] == "-1" and r["retention.ms"]["documented"]
+    [broker] = d.admin("describe_broker")
+    assert broker["result"]["node.id"]["read_only"] and broker["result"]["node.id"]["value"] == "0"
+    assert broker["result"]["log.retention.hours"]["value"] == "168"
+    [altered] = d.admin("alter_topic")
+    assert altered["ok"], altered
+    assert altered["result"]["cleanup.policy"]["value"] == "compact,delete"
+    assert altered["result"]["retention.ms"]["value"] == "5000"
+    [bad] = d.admin("alter_bad_value")
+    assert (bad["ok"], bad["error"]) == (False, "InvalidConfigurationException")
+    [cluster] = d.admin("describe_cluster")
+    assert cluster["ok"], cluster
+    assert cluster["result"]["nodes"] == [0] and cluster["result"]["controller"] == 0
+    assert cluster["result"]["operations"] == sorted(
+        [
+            "ALTER",
+            "ALTER_CONFIGS",
+            "CLUSTER_ACTION",
+            "CREATE",
+            "DESCRIBE",
+            "DESCRIBE_CONFIGS",
+            "IDEMPOTENT_WRITE",
+        ]
+    )
+    [deleted] = d.admin("delete_offsets")
+    assert (deleted["ok"], deleted["result"]) == (True, ["java-cfg-1"])
+    [unknown] = d.admin("delete_offsets_unknown_group")
+    assert (unknown["ok"], unknown["error"]) == (False, "GroupIdNotFoundException")

@@ -86,7 +86,7 @@ async def test_three_clients_on_range_share_one_consistent_assignment_and_consum
             auto_offset_reset="earliest",
         )
         # fetch the topics' metadata before subscribing: works around a kafka-python 3.0.12 bug where a leader
-        # that joined without metadata can wedge on its rejoin (see test_kafka_python_groups.consumer)
+        # that joined without metadata can wedge on its rejoin (see tests/integration/clients.py KafkaPython.consumer)
         for t in TOPICS:
             assert c.partitions_for_topic(t)
         c.subscribe(list(TOPICS))
@@ -140,7 +140,7 @@ async def test_three_clients_on_range_share_one_consistent_assignment_and_consum
             nonlocal kp
             kp = PollingThread(
                 kp_make,
-                lambda c: c.poll(timeout_ms=1000),  # see test_kafka_python_groups.consumer
+                lambda c: c.poll(timeout_ms=1000),  # see tests/integration/clients.py KafkaPython.consumer
                 lambda c: (
                     parts(c.assignment()),
                     c._coordinator._generation.generation_id,

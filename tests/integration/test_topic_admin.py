@@ -2,7 +2,8 @@
 
 - Manual replica assignments naming this broker once per partition are accepted by CreateTopics and
   CreatePartitions, as a one-broker Kafka accepts them; other assignments get Kafka's codes and messages.
-- CreateTopics configs: known names are kept (and survive a restart), unknown names get INVALID_CONFIG.
+- CreateTopics configs: known names are kept (and survive a restart, as DescribeConfigs shows), unknown names
+  get INVALID_CONFIG.
 - `__consumer_offsets` is listed as an internal topic; producing to it, creating, deleting or growing it is
   refused with Kafka's codes, and naming it in Metadata does not create an ordinary topic.
 - Deleting a topic whose name is 249 characters long is answered and leaves no directory behind.
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import InvalidTopicError as AioInvalidTopicError
-from kafka.admin import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import (
     InvalidConfigurationError,
     InvalidReplicationAssignmentError,
@@ -152,13 +153,25 @@ def test_create_topics_keeps_known_configs_across_a_restart(groupcoord_server) -
         )
         topic = result["topics"][0]
         assert topic["error_code"] == 0
-        assert {n: c["value"] for n, c in topic["configs"].items()} == {
+        # v5+ lists every topic config: the given ones as topic configs, the rest with the broker's defaults
+        given = {
+            n: c["value"] for n, c in topic["configs"].items() if c["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+        }
+        assert given == {"cleanup.policy": "compact", "retention.ms": "1000"}
+        assert topic["configs"]["segment.bytes"]["value"] == "1073741824"
+        assert topic["configs"]["segment.bytes"]["config_source"] == "DEFAULT_CONFIG"
+    finally:
+        a.close()
+    groupcoord_server.restart()
+    a = admin(groupcoord_server)
+    try:
+        described = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "changelog")])
+        assert {n: c["value"] for n, c in described["topic"]["changelog"].items()} == {
             "cleanup.policy": "compact",
             "retention.ms": "1000",
         }
     finally:
         a.close()
-    groupcoord_server.restart()
     assert registry(groupcoord_server)["changelog"]["configs"] == {
         "cleanup.policy": "compact",
         "retention.ms": "1000",

@@ -27,6 +27,7 @@ def test_registry_is_complete() -> None:
         "CreateTopics",
         "DeleteTopics",
         "CreatePartitions",
+        "DeleteRecords",
         "Produce",
         "Fetch",
         "ListOffsets",

@@ -4,6 +4,12 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.DescribeClusterOptions;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.DescribeConfigsOptions;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.MemberDescription;
@@ -14,12 +20,13 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigResource;
 
 /**
  * Java AdminClient group calls against the coordinator, each reported as an event with what it returned or
  * the exception it threw, so the test can compare them with the server's own view.
  *
- * Usage: AdminDriver (groups|topic-ids) BOOTSTRAP TOPIC GROUP.
+ * Usage: AdminDriver (groups|topic-ids|configs) BOOTSTRAP TOPIC GROUP.
  */
 public final class AdminDriver {
     private AdminDriver() {}
@@ -32,6 +39,7 @@ public final class AdminDriver {
             switch (args[0]) {
                 case "groups" -> groups(admin, bootstrap, topic, group);
                 case "topic-ids" -> topicIds(admin, topic);
+                case "configs" -> configs(admin, topic, group);
                 default -> throw new IllegalArgumentException(args[0]);
             }
         }
@@ -101,6 +109,61 @@ public final class AdminDriver {
         Uuid unknown = Uuid.randomUuid();
         call("describe_unknown_id", () -> admin.describeTopics(TopicCollection.ofTopicIds(List.of(unknown)))
                 .allTopicIds().get().keySet().stream().map(Uuid::toString).toList());
+    }
+
+    /**
+     * The config and cluster calls of issue 13: describeConfigs (topic and broker, with synonyms and
+     * documentation), incrementalAlterConfigs (SET, APPEND, a bad value), describeCluster with authorized
+     * operations, and deleteConsumerGroupOffsets of a simple group's offsets.
+     */
+    static void configs(Admin admin, String topic, String group) throws Exception {
+        admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic(topic, 2, (short) 1)
+                .configs(Map.of("cleanup.policy", "compact")))).all().get();
+        ConfigResource t = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+        ConfigResource b = new ConfigResource(ConfigResource.Type.BROKER, "0");
+        call("describe_topic", () -> entries(admin, t, "cleanup.policy", "retention.ms", "retention.bytes"));
+        call("describe_broker", () -> entries(admin, b, "node.id", "log.retention.hours"));
+        call("alter_topic", () -> {
+            admin.incrementalAlterConfigs(Map.of(t, List.of(
+                    new AlterConfigOp(new ConfigEntry("retention.ms", "5000"), AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("cleanup.policy", "delete"), AlterConfigOp.OpType.APPEND))))
+                    .all().get();
+            return entries(admin, t, "cleanup.policy", "retention.ms");
+        });
+        call("alter_bad_value", () -> admin.incrementalAlterConfigs(Map.of(t, List.of(
+                new AlterConfigOp(new ConfigEntry("retention.ms", "soon"), AlterConfigOp.OpType.SET))))
+                .all().get());
+        call("describe_cluster", () -> {
+            DescribeClusterResult r = admin.describeCluster(
+                    new DescribeClusterOptions().includeAuthorizedOperations(true));
+            return Out.obj("cluster_id", r.clusterId().get(), "controller", r.controller().get().id(),
+                    "nodes", r.nodes().get().stream().map(n -> n.id()).toList(),
+                    "operations", r.authorizedOperations().get().stream().map(Object::toString).sorted().toList());
+        });
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        admin.alterConsumerGroupOffsets(group, Map.of(p0, new OffsetAndMetadata(3), p1, new OffsetAndMetadata(4)))
+                .all().get();
+        call("delete_offsets", () -> {
+            admin.deleteConsumerGroupOffsets(group, java.util.Set.of(p0)).all().get();
+            return admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().keySet().stream()
+                    .map(TopicPartition::toString).sorted().toList();
+        });
+        call("delete_offsets_unknown_group", () -> admin.deleteConsumerGroupOffsets("no-such-group",
+                java.util.Set.of(p0)).all().get());
+    }
+
+    static Map<String, Object> entries(Admin admin, ConfigResource r, String... names) throws Exception {
+        Config c = admin.describeConfigs(List.of(r),
+                new DescribeConfigsOptions().includeSynonyms(true).includeDocumentation(true)).all().get().get(r);
+        Map<String, Object> out = new HashMap<>();
+        for (String n : names) {
+            ConfigEntry e = c.get(n);
+            out.put(n, e == null ? null : Out.obj("value", e.value(), "source", e.source().toString(),
+                    "read_only", e.isReadOnly(), "synonyms", e.synonyms().size(),
+                    "documented", e.documentation() != null && !e.documentation().isEmpty()));
+        }
+        return out;
     }
 
     interface Call {

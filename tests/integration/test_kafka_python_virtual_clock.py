@@ -1,5 +1,6 @@
-"""kafka-python consumer groups against the real server: membership, rebalances, expiry, static members,
-commits, and the admin client's group APIs.
+"""kafka-python on the virtual clock (groupcoord.testing): session expiry and static restarts fire when the test advances the clock.
+
+The other group scenarios run once for every client in test_group_scenarios.py, on the wall clock.
 
 kafka-python's KafkaConsumer is blocking and not thread-safe, so each consumer lives on its own
 `PollingThread`, which polls it and snapshots (assignment, generation) after every poll.
@@ -11,13 +12,10 @@ import logging
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import GroupIdNotFoundError, NonEmptyGroupError
-from kafka.structs import OffsetAndMetadata
 
 from tests.integration.helpers import (
     PollingThread,
@@ -110,45 +108,6 @@ def first_removal(data_dir, group: str) -> str:  # type: ignore[no-untyped-def]
     return removed()[0]["reason"]
 
 
-@pytest.mark.parametrize("n", [1, 5, 20])
-def test_consumers_join_and_cover_all_partitions_exactly_once(groupcoord_server, n: int) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    partitions = 24
-    create_topic(bootstrap, "orders", partitions)
-    consumers: list[PollingThread] = []
-    try:
-        consumers = [consumer(bootstrap, "orders", "g-cover") for _ in range(n)]
-        settled(
-            groupcoord_server, "g-cover", consumers, {("orders", p) for p in range(partitions)}, timeout=45
-        )
-        sizes = sorted(len(owned(t)) for t in consumers)
-        assert sizes[-1] - sizes[0] <= 1
-        assert all(t.error is None for t in consumers), [t.error for t in consumers]
-    finally:
-        for t in consumers:
-            close(t)
-
-
-def test_clean_leave_rebalances_the_rest(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    create_topic(bootstrap, "t", 6)
-    everything = {("t", p) for p in range(6)}
-    consumers = [consumer(bootstrap, "t", "g-leave") for _ in range(3)]
-    try:
-        settled(groupcoord_server, "g-leave", consumers, everything)
-        before = generation(consumers[0])
-        left_at = time.monotonic()
-        close(consumers[2])  # close() sends LeaveGroup
-        settled(groupcoord_server, "g-leave", consumers[:2], everything, timeout=20)
-        # a LeaveGroup rebalances at once; waiting out the 6 s session timeout would mean it was ignored
-        assert time.monotonic() - left_at < 5.0
-        assert generation(consumers[0]) > before
-    finally:
-        for t in consumers:
-            close(t)
-    assert first_removal(groupcoord_server.data_dir, "g-leave") == "left"
-
-
 CHILD = textwrap.dedent(
     """
     import sys, time, logging
@@ -237,79 +196,3 @@ def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
         close(a)
         if b2 is not None:
             close(b2)
-
-
-def test_commits_are_fetched_back(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    create_topic(bootstrap, "c", 2)
-    tp0, tp1 = TopicPartition("c", 0), TopicPartition("c", 1)
-    c1 = consumer(bootstrap, "c", "g-commit")
-    try:
-        wait_for_sync(lambda: len(owned(c1)) == 2, 20, "assignment")
-        c1.call(
-            lambda c: c.commit({tp0: OffsetAndMetadata(42, "meta-0", -1), tp1: OffsetAndMetadata(7, "", -1)})
-        )
-        assert c1.call(lambda c: c.committed(tp0)) == 42
-        assert c1.call(lambda c: c.committed(tp1)) == 7
-        assert c1.call(lambda c: c.committed(tp0, metadata=True)).metadata == "meta-0"
-    finally:
-        close(c1)
-    c2 = consumer(bootstrap, "c", "g-commit")
-    try:
-        assert c2.call(lambda c: c.committed(tp0)) == 42
-        assert c2.call(lambda c: c.committed(tp1)) == 7
-    finally:
-        close(c2)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        offsets = admin.list_group_offsets("g-commit")["g-commit"]
-        assert {tp: o.offset for tp, o in offsets.items()} == {tp0: 42, tp1: 7}
-    finally:
-        admin.close()
-
-
-def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    create_topic(bootstrap, "adm", 2)
-    c = consumer(bootstrap, "adm", "g-admin", client_id="kp-admin-test")
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        wait_for_sync(lambda: len(owned(c)) == 2, 20, "assignment")
-        c.call(lambda k: k.commit({TopicPartition("adm", 0): OffsetAndMetadata(5, "", -1)}))
-        listed = {g["group_id"]: g for g in admin.list_groups()}
-        assert listed["g-admin"]["protocol_type"] == "consumer"
-        assert listed["g-admin"]["group_state"] == "Stable"
-
-        described = admin.describe_groups(["g-admin"])["g-admin"]
-        assert described["error"] is None
-        assert (described["group_state"], described["protocol_type"], described["protocol_data"]) == (
-            "Stable",
-            "consumer",
-            "range",  # kafka-python's first default assignor
-        )
-        (member,) = described["members"]
-        assert member["client_id"] == "kp-admin-test"
-        assigned = {
-            (a["topic"], p)
-            for a in member["member_assignment"]["assigned_partitions"]
-            for p in a["partitions"]
-        }
-        assert assigned == {("adm", 0), ("adm", 1)}
-        assert member["member_metadata"]["topics"] == ["adm"]
-
-        assert admin.delete_groups(["g-admin"]) == {"g-admin": NonEmptyGroupError.__name__}
-        close(c)  # LeaveGroup: the group becomes Empty
-        wait_for_sync(
-            lambda: admin.describe_groups(["g-admin"])["g-admin"]["group_state"] == "Empty", 10, "Empty"
-        )
-        assert admin.list_group_offsets("g-admin")["g-admin"][TopicPartition("adm", 0)].offset == 5
-        assert admin.delete_groups(["g-admin", "g-never"]) == {
-            "g-admin": "OK",
-            "g-never": GroupIdNotFoundError.__name__,
-        }
-        assert admin.describe_groups(["g-admin"])["g-admin"]["group_state"] == "Dead"
-        assert "g-admin" not in {g["group_id"] for g in admin.list_groups()}
-        assert admin.list_group_offsets("g-admin") == {"g-admin": {}}
-    finally:
-        close(c)
-        admin.close()

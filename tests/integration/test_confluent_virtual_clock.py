@@ -1,5 +1,6 @@
-"""confluent-kafka (librdkafka) consumer groups against the real server: membership, rebalances, expiry, static
-members, commits, and the AdminClient's group APIs.
+"""confluent-kafka on the virtual clock (groupcoord.testing): session expiry and static restarts fire when the test advances the clock.
+
+The other group scenarios run once for every client in test_group_scenarios.py, on the wall clock.
 
 A confluent Consumer may not be used from two threads at once (`assignment()` blocks while another thread
 polls), so each consumer lives on its own `PollingThread`, which polls it and snapshots its assignment.
@@ -12,11 +13,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.helpers import (
@@ -116,46 +116,6 @@ def first_removal(data_dir, group: str) -> str:  # type: ignore[no-untyped-def]
     return removed()[0]["reason"]
 
 
-@pytest.mark.parametrize("n", [1, 5, 20])
-def test_consumers_join_and_cover_all_partitions_exactly_once(groupcoord_server, n: int) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    partitions = 24
-    create_topic(bootstrap, "orders", partitions)
-    consumers: list[PollingThread] = []
-    try:
-        consumers = [consumer(bootstrap, "orders", "g-cover") for _ in range(n)]
-        settled(
-            groupcoord_server, "g-cover", consumers, {("orders", p) for p in range(partitions)}, timeout=45
-        )
-        sizes = sorted(len(owned(t)) for t in consumers)
-        assert sizes[-1] - sizes[0] <= 1
-    finally:
-        for t in consumers:
-            close(t)
-
-
-def test_clean_leave_rebalances_the_rest(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    create_topic(bootstrap, "t", 6)
-    everything = {("t", p) for p in range(6)}
-    consumers = [consumer(bootstrap, "t", "g-leave") for _ in range(3)]
-    try:
-        settled(groupcoord_server, "g-leave", consumers, everything)
-        before = stable_generation(groupcoord_server.data_dir, "g-leave")
-        left_at = time.monotonic()
-        close(consumers[2])  # close() sends LeaveGroup
-        settled(groupcoord_server, "g-leave", consumers[:2], everything, timeout=20)
-        # a LeaveGroup rebalances at once; waiting out the 6 s session timeout would mean it was ignored
-        assert time.monotonic() - left_at < 5.0
-        wait_for_sync(
-            lambda: stable_generation(groupcoord_server.data_dir, "g-leave") > before, 5, "a new generation"
-        )
-    finally:
-        for t in consumers:
-            close(t)
-    assert first_removal(groupcoord_server.data_dir, "g-leave") == "left"
-
-
 CHILD = textwrap.dedent(
     """
     import sys, time
@@ -251,84 +211,3 @@ def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
         close(a)
         if b2 is not None:
             close(b2)
-
-
-def test_commits_are_fetched_back(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    create_topic(bootstrap, "c", 2)
-    c1 = consumer(bootstrap, "c", "g-commit")
-
-    def committed(t: PollingThread) -> dict[int, tuple[int, str | None]]:
-        tps = t.call(lambda c: c.committed([TopicPartition("c", 0), TopicPartition("c", 1)], timeout=10))
-        return {tp.partition: (tp.offset, tp.metadata) for tp in tps}
-
-    try:
-        wait_for_sync(lambda: len(owned(c1)) == 2, 20, "assignment")
-        c1.call(
-            lambda c: c.commit(
-                offsets=[TopicPartition("c", 0, 42, metadata="meta-0"), TopicPartition("c", 1, 7)],
-                asynchronous=False,
-            )
-        )
-        got = committed(c1)
-        assert got[0] == (42, "meta-0")
-        assert got[1][0] == 7
-    finally:
-        close(c1)
-    c2 = consumer(bootstrap, "c", "g-commit")
-    try:
-        got = committed(c2)
-        assert (got[0][0], got[1][0]) == (42, 7)
-    finally:
-        close(c2)
-
-
-def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    create_topic(bootstrap, "adm", 2)
-    admin = admin_client(bootstrap)
-    c = consumer(bootstrap, "adm", "g-admin", **{"client.id": "ck-admin-test"})
-    try:
-        wait_for_sync(lambda: len(owned(c)) == 2, 20, "assignment")
-        listed = {g.group_id: g for g in admin.list_consumer_groups(request_timeout=10).result(15).valid}
-        assert listed["g-admin"].state == ConsumerGroupState.STABLE
-        assert not listed["g-admin"].is_simple_consumer_group
-
-        described = admin.describe_consumer_groups(["g-admin"], request_timeout=10)["g-admin"].result(15)
-        assert described.state == ConsumerGroupState.STABLE
-        assert described.partition_assignor == "range"  # librdkafka's first default assignor
-        (member,) = described.members
-        assert member.client_id == "ck-admin-test"
-        assert {(tp.topic, tp.partition) for tp in member.assignment.topic_partitions} == {
-            ("adm", 0),
-            ("adm", 1),
-        }
-
-        def delete(*groups: str) -> dict[str, int]:
-            out = {}
-            for g, f in admin.delete_consumer_groups(list(groups), request_timeout=10).items():
-                try:
-                    f.result(15)
-                    out[g] = KafkaError.NO_ERROR
-                except KafkaException as exc:
-                    out[g] = exc.args[0].code()
-            return out
-
-        assert delete("g-admin") == {"g-admin": KafkaError.NON_EMPTY_GROUP}
-        close(c)  # LeaveGroup: the group becomes Empty
-        wait_for_sync(
-            lambda: (
-                admin.describe_consumer_groups(["g-admin"])["g-admin"].result(15).state
-                == ConsumerGroupState.EMPTY
-            ),
-            10,
-            "the group to become Empty",
-        )
-        assert delete("g-admin", "g-never") == {
-            "g-admin": KafkaError.NO_ERROR,
-            "g-never": KafkaError.GROUP_ID_NOT_FOUND,
-        }
-        assert "g-admin" not in {g.group_id for g in admin.list_consumer_groups().result(15).valid}
-        assert describe_group(groupcoord_server.host, groupcoord_server.port, "g-admin")["state"] == "Dead"
-    finally:
-        close(c)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.manager import LogManager
@@ -45,6 +46,8 @@ class Topics:
     def __init__(self, logs: LogManager, offsets_partitions: int = 50, cluster_id: str = "") -> None:
         self.logs = logs
         self.offsets_topic = TopicInfo(OFFSETS_TOPIC, offsets_topic_id(cluster_id), offsets_partitions)
+        #: called with the name of every topic this object creates (the configs room applies its defaults)
+        self.on_created: Callable[[TopicInfo], None] | None = None
 
     def valid_name(self, name: str) -> bool:
         return valid_topic_name(name)
@@ -80,5 +83,8 @@ class Topics:
         try:
             await self.logs.create_topic(name, partitions)
         except LogError:
-            pass
-        return self.logs.topic(name)
+            return self.logs.topic(name)
+        info = self.logs.topic(name)
+        if info is not None and self.on_created is not None:
+            self.on_created(info)
+        return info

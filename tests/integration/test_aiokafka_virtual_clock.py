@@ -1,4 +1,7 @@
-"""aiokafka consumer groups against the real server: membership, rebalances, expiry, static members, commits."""
+"""aiokafka on the virtual clock (groupcoord.testing): session expiry and static restarts fire when the test advances the clock.
+
+The other group scenarios run once for every client in test_group_scenarios.py, on the wall clock.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +12,8 @@ import sys
 import textwrap
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.structs import OffsetAndMetadata
 
 from tests.integration.helpers import exact_cover, wait_for
 
@@ -51,37 +53,6 @@ async def settled(
         return len(gens) == 1 and exact_cover([owned(c) for c in consumers], expected)
 
     await wait_for(ok, timeout, f"{len(consumers)} consumers to share {len(expected)} partitions")
-
-
-@pytest.mark.parametrize("n", [1, 5, 20])
-async def test_consumers_join_and_cover_all_partitions_exactly_once(groupcoord_server, n: int) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    partitions = 24
-    await create_topic(bootstrap, "orders", partitions)
-    consumers = [consumer(bootstrap, "orders", "g-cover") for _ in range(n)]
-    try:
-        await asyncio.gather(*(c.start() for c in consumers))
-        await settled(consumers, {("orders", p) for p in range(partitions)}, timeout=60)
-        sizes = sorted(len(owned(c)) for c in consumers)
-        assert sizes[-1] - sizes[0] <= 1
-    finally:
-        await asyncio.gather(*(c.stop() for c in consumers))
-
-
-async def test_clean_leave_rebalances_the_rest(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    await create_topic(bootstrap, "t", 6)
-    everything = {("t", p) for p in range(6)}
-    consumers = [consumer(bootstrap, "t", "g-leave") for _ in range(3)]
-    await asyncio.gather(*(c.start() for c in consumers))
-    try:
-        await settled(consumers, everything)
-        before = generation(consumers[0])
-        await consumers[2].stop()  # sends LeaveGroup
-        await settled(consumers[:2], everything, timeout=20)
-        assert generation(consumers[0]) > before
-    finally:
-        await asyncio.gather(*(c.stop() for c in consumers[:2]))
 
 
 CHILD = textwrap.dedent(
@@ -171,73 +142,3 @@ async def test_static_member_restarted_inside_its_session_timeout_causes_no_reba
         await a.stop()
         if b2 is not None:
             await b2.stop()
-
-
-async def test_commits_are_fetched_back(groupcoord_server) -> None:
-    bootstrap = groupcoord_server.bootstrap
-    await create_topic(bootstrap, "c", 2)
-    c1 = consumer(bootstrap, "c", "g-commit")
-    await c1.start()
-    try:
-        await wait_for(lambda: len(owned(c1)) == 2, 20, "assignment")
-        tp0, tp1 = TopicPartition("c", 0), TopicPartition("c", 1)
-        await c1.commit({tp0: OffsetAndMetadata(42, "meta-0"), tp1: OffsetAndMetadata(7, "")})
-        assert await c1.committed(tp0) == 42
-        assert await c1.committed(tp1) == 7
-    finally:
-        await c1.stop()
-    c2 = consumer(bootstrap, "c", "g-commit")
-    await c2.start()
-    try:
-        assert await c2.committed(TopicPartition("c", 0)) == 42
-    finally:
-        await c2.stop()
-
-
-async def test_describe_list_and_delete_groups_through_the_admin_clients(groupcoord_server) -> None:
-    """aiokafka's admin lists and describes; it has no group deletion, so kafka-python's admin deletes."""
-    from kafka.admin import KafkaAdminClient
-    from kafka.errors import NonEmptyGroupError
-
-    bootstrap = groupcoord_server.bootstrap
-    await create_topic(bootstrap, "adm", 2)
-    c = consumer(bootstrap, "adm", "g-admin")
-    await c.start()
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    kp_admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        await wait_for(lambda: len(owned(c)) == 2, 20, "assignment")
-        listed = await admin.list_consumer_groups()
-        assert ("g-admin", "consumer") in [(g[0], g[1]) for g in listed]
-        described = (await admin.describe_consumer_groups(["g-admin"]))[0].groups[0]
-        error_code, group_id, state, protocol_type, protocol, members = described[:6]
-        assert (error_code, group_id, state, protocol_type, protocol) == (
-            0,
-            "g-admin",
-            "Stable",
-            "consumer",
-            "roundrobin",
-        )
-        assert len(members) == 1
-        refused = await asyncio.to_thread(kp_admin.delete_groups, ["g-admin"])
-        assert refused == {"g-admin": NonEmptyGroupError.__name__}
-        await c.stop()
-        await wait_for_empty(admin, "g-admin")
-        deleted = await asyncio.to_thread(kp_admin.delete_groups, ["g-admin"])
-        assert list(deleted) == ["g-admin"] and deleted["g-admin"] in (None, "OK", "NoError")
-        described = (await admin.describe_consumer_groups(["g-admin"]))[0].groups[0]
-        assert described[2] == "Dead"
-    finally:
-        kp_admin.close()
-        await admin.close()
-        await c.stop()
-
-
-async def wait_for_empty(admin: AIOKafkaAdminClient, group: str) -> None:
-    for _ in range(100):
-        described = await admin.describe_consumer_groups([group])
-        if described[0].groups[0][2] == "Empty":
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"group {group} never became Empty")

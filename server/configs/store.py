@@ -1,0 +1,60 @@
+"""Durable configs: `<data-dir>/configs.json`, replaced atomically (temp file, fsync, rename, fsync the
+directory) on every change. See docs/storage.md.
+
+Topic overrides are keyed by name and carry the topic id they were set for, so a topic deleted and created
+again under the same name never inherits the old topic's settings; entries for ids that no longer exist are
+dropped when the server starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class StoredConfigs:
+    #: dynamic broker configs for every broker (AlterConfigs on BROKER "")
+    cluster_default: dict[str, str] = field(default_factory=dict)
+    #: dynamic broker configs for this node (AlterConfigs on BROKER "<node id>")
+    node: dict[str, str] = field(default_factory=dict)
+    #: topic name -> (topic id as text, overrides)
+    topics: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+
+
+def load(path: Path | None) -> StoredConfigs:
+    if path is None or not path.exists():
+        return StoredConfigs()
+    raw = json.loads(path.read_text())
+    broker = raw.get("broker", {})
+    return StoredConfigs(
+        cluster_default={str(k): str(v) for k, v in broker.get("default", {}).items()},
+        node={str(k): str(v) for k, v in broker.get("node", {}).items()},
+        topics={
+            str(name): (str(t["id"]), {str(k): str(v) for k, v in t.get("configs", {}).items()})
+            for name, t in raw.get("topics", {}).items()
+        },
+    )
+
+
+def save(path: Path, state: StoredConfigs) -> None:
+    doc = {
+        "version": FORMAT_VERSION,
+        "broker": {"default": state.cluster_default, "node": state.node},
+        "topics": {name: {"id": tid, "configs": cfg} for name, (tid, cfg) in state.topics.items()},
+    }
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

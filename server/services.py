@@ -1,0 +1,91 @@
+"""What request handlers may use of the server: small typed Protocols, one per subject.
+
+Handlers (`groupcoord.server.apis`) receive a `RequestContext` whose `services` is a `HandlerServices`: the
+group state machine and the runtime that runs its steps, the topic table and the log, topic and broker
+configs, the node's configuration and its ApiVersions table. `server.broker.Broker` satisfies it; handlers never see the Broker
+itself, so the edge does not know the whole server and no import circle runs through `dispatch`, `network`,
+`broker` and `apis` (`tests/test_architecture.py` checks both).
+
+This module imports only the layers below the handlers (coordinator, runtime's step types, log, topics,
+config, protocol), never `dispatch`, `network`, `broker` or `apis`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from groupcoord.protocol.messages.api_versions import ApiVersion
+from groupcoord.server.config import ServerConfig
+from groupcoord.server.configs.manager import ConfigManager
+from groupcoord.server.coordinator.shard import GroupCoordinatorShard
+from groupcoord.server.coordinator.types import Effects
+from groupcoord.server.log.manager import LogManager
+from groupcoord.server.runtime import Failed, Step
+from groupcoord.server.topic_view import Topics
+
+#: reply token, now_ms -> effects: a step that may park its reply (JoinGroup, SyncGroup, OffsetCommit)
+ParkedStep = Callable[[asyncio.Future, int], Effects]
+
+
+class GroupCalls(Protocol):
+    """How a handler runs a state-machine step: through the runtime's per-group mailbox (persist, then reply).
+
+    Each returns the result now or a future of it (see `groupcoord.server.runtime.GroupRuntime`).
+    """
+
+    def call(self, group_id: str, step: Step, failed: Failed | None = None) -> Any: ...
+
+    def call_parked(self, group_id: str, call: ParkedStep, failed: Failed | None = None) -> Any: ...
+
+    def call_global(self, step: Step) -> Any: ...
+
+
+@runtime_checkable
+class GroupServices(Protocol):
+    """The group coordinator: the pure state machine (read directly, stepped only through `runtime`)."""
+
+    @property
+    def machine(self) -> GroupCoordinatorShard: ...
+
+    @property
+    def runtime(self) -> GroupCalls: ...
+
+
+@runtime_checkable
+class TopicServices(Protocol):
+    """The topic table (names, ids, partitions, internal topics) and the embedded log behind it."""
+
+    @property
+    def topics(self) -> Topics: ...
+
+    @property
+    def logs(self) -> LogManager: ...
+
+
+@runtime_checkable
+class ConfigServices(Protocol):
+    """Topic and broker configs (server/configs): effective values, validation, durable changes."""
+
+    @property
+    def configs(self) -> ConfigManager: ...
+
+
+@runtime_checkable
+class ClusterView(Protocol):
+    """This node as clients see it: its configuration, its ApiVersions table, whether its state is loading."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def api_versions_table(self) -> tuple[ApiVersion, ...]: ...
+
+    @property
+    def loading(self) -> bool: ...
+
+
+@runtime_checkable
+class HandlerServices(GroupServices, TopicServices, ConfigServices, ClusterView, Protocol):
+    """Everything a handler may use: the subjects above, and nothing else of the server."""
