@@ -165,7 +165,7 @@ class Dispatcher:
             return None
         lo, hi = self.ranges[api_key]
         if not lo <= version <= hi:
-            return self._unsupported(conn, api_key, version, correlation_id, lo, hi)
+            return self.unsupported(conn, api_key, version, correlation_id, lo, hi)
         try:
             header, request, ignored = decode_request_counted(frame)
         except DecodeError as exc:
@@ -233,9 +233,11 @@ class Dispatcher:
             peer=f"{conn.peer_host}:{conn.peer_port}",
         )
 
-    def _unsupported(
+    def unsupported(
         self, conn: Peer, api_key: int, version: int, correlation_id: int, lo: int, hi: int
     ) -> bytes | None:
+        """The answer to a request whose version is outside `lo..hi` (the test controls' `max_version` cap
+        uses it too, so a capped API is refused exactly as one we never spoke)."""
         if api_key == ApiKey.API_VERSIONS:
             # KIP-511: answer at v0 with our ApiVersions range, so the client can retry at a version we speak
             body = ApiVersionsResponse(

@@ -76,6 +76,8 @@ class GroupCoord:
         client_id: str | None = None,
         for_ms: int | None = None,
         hold: bool = False,
+        versions: tuple[int, ...] = (),
+        drop_response: bool = False,
     ) -> Fault:
         """See `Control.fault`; `hold=True` parks the requests until `fault.release()`."""
         return self.control.fault(
@@ -88,7 +90,13 @@ class GroupCoord:
             client_id=client_id,
             for_ms=for_ms,
             hold=hold,
+            versions=versions,
+            drop_response=drop_response,
         )
+
+    def max_version(self, api: str | int, max_version: int | None) -> None:
+        """See `Control.max_version`: pretend to be a broker that speaks `api` only up to `max_version`."""
+        self.control.max_version(api, max_version)
 
     def coordinator_unavailable(
         self, for_ms: int, error: str | int = "COORDINATOR_NOT_AVAILABLE", group: str | None = None
@@ -100,6 +108,10 @@ class GroupCoord:
 
     async def expire_member(self, group_id: str, member_id: str) -> None:
         await self.control.expire_member(group_id, member_id)
+
+    async def force_rebalance(self, group_id: str, reason: str = "forced") -> GroupView:
+        """See `Control.force_rebalance`: the group goes to PreparingRebalance with `reason` now."""
+        return await self.control.force_rebalance(group_id, reason)
 
     def record(self, on: bool = True) -> None:
         self.control.record(on)

@@ -161,6 +161,9 @@ class GroupCoordProcess:
     def fault(self, *apis: str | int, **spec: object) -> dict:
         return self.call("POST", "/v1/faults", {"apis": list(apis), **spec})
 
+    def max_version(self, api: str | int, max_version: int | None) -> dict:
+        return self.call("POST", "/v1/versions", {"api": api, "max_version": max_version})
+
     def coordinator_unavailable(self, for_ms: int, error: str = "COORDINATOR_NOT_AVAILABLE") -> dict:
         return self.call("POST", "/v1/coordinator/unavailable", {"for_ms": for_ms, "error": error})
 
@@ -169,6 +172,13 @@ class GroupCoordProcess:
 
     async def expire_member(self, group_id: str, member_id: str) -> None:
         await asyncio.to_thread(self.call, "POST", f"/v1/groups/{group_id}/members/{member_id}/expire", {})
+
+    async def force_rebalance(self, group_id: str, reason: str = "forced") -> GroupView:
+        return await asyncio.to_thread(self.force_rebalance_sync, group_id, reason)
+
+    def force_rebalance_sync(self, group_id: str, reason: str = "forced") -> GroupView:
+        """Rebalance a Stable/CompletingRebalance group now (RuntimeError with 404/409 otherwise)."""
+        return _view(self.call("POST", f"/v1/groups/{group_id}/rebalance", {"reason": reason}))
 
     def record(self, on: bool = True) -> None:
         self.call("POST", "/v1/recording", {"on": on})

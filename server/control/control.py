@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.control.clock import VirtualClock
 from groupcoord.server.control.faults import (
@@ -195,10 +196,13 @@ class Control:
         client_id: str | None = None,
         for_ms: int | None = None,
         hold: bool = False,
+        versions: tuple[int, ...] = (),
+        drop_response: bool = False,
     ) -> Fault:
-        """Make the next `count` requests of these APIs (all APIs when none named; only those naming `group`
-        or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the connection, or
-        (`hold`) wait until the returned fault's `release()`."""
+        """Make the next `count` requests of these APIs (all APIs when none named; only those of `versions`,
+        naming `group` or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the
+        connection, be handled without an answer (`drop_response`), or (`hold`) wait until the returned
+        fault's `release()`."""
         return self.faults.add(
             apis,
             error=error,
@@ -209,7 +213,17 @@ class Control:
             client_id=client_id,
             for_ms=for_ms,
             hold=hold,
+            versions=tuple(versions),
+            drop_response=drop_response,
         )
+
+    def max_version(self, api: str | int, max_version: int | None) -> None:
+        """Pretend to be an older broker for `api`: ApiVersions advertises `max_version` as its highest and a
+        request above it gets UNSUPPORTED_VERSION (as any version we do not speak). None lifts the cap."""
+        self.faults.cap_version(api, max_version)
+
+    def max_versions(self) -> dict[str, int]:
+        return {ApiKey(k).name: v for k, v in sorted(self.faults.max_versions.items())}
 
     def coordinator_unavailable(
         self, for_ms: int, error: str | int = "COORDINATOR_NOT_AVAILABLE", group: str | None = None
@@ -251,6 +265,35 @@ class Control:
             await result
         await self.settle()
 
+    async def force_rebalance(self, group_id: str, reason: str = "forced") -> GroupView:
+        """Make a Stable or CompletingRebalance group rebalance now, as Kafka does when it triggers one
+        (`prepareRebalance(group, reason)`): it goes to PreparingRebalance, the journal's state_change carries
+        `reason`, members get REBALANCE_IN_PROGRESS on their next heartbeat (parked SyncGroups at once) and
+        rejoin into the next generation. Runs through the group's mailbox, after whatever it is doing.
+
+        Raises KeyError when there is no such group and ValueError when it is Empty (nobody to rebalance) or
+        already PreparingRebalance; returns the group as it is right after."""
+        runtime, machine = self.broker.runtime, self.broker.machine
+        assert runtime is not None and machine is not None
+        if not reason:
+            raise ValueError("a forced rebalance needs a reason")
+
+        def step(now: int) -> tuple[str, object]:
+            return machine.force_rebalance(group_id, reason, now)
+
+        before = runtime.call(group_id, step)
+        if isinstance(before, asyncio.Future):
+            before = await before
+        await self.settle()
+        if before == "Dead":
+            raise KeyError(f"no group {group_id!r}")
+        if before not in ("Stable", "CompletingRebalance"):
+            raise ValueError(
+                f"group {group_id!r} is {before}: only a Stable or CompletingRebalance group rebalances"
+            )
+        log.info("rebalance forced", group=group_id, reason=reason, state_from=before)
+        return self.describe(group_id)
+
     # -- recording
 
     def record(self, on: bool = True) -> None:
@@ -276,6 +319,7 @@ class Control:
 
     async def close(self) -> None:
         self.faults.clear()
+        self.faults.max_versions.clear()
         self.faults.record(False)
         if self._http is not None:
             await self._http.stop()

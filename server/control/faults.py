@@ -2,8 +2,10 @@
 
 The dispatcher calls `FaultInjector.intercept` for every decoded request while the injector is installed
 (`Dispatcher.faults`; None in production, so the hot path pays one attribute check). A matching fault
-answers in the request's place: an error code in the response Kafka would send for it, a delay, or a closed
-connection. A request no fault takes goes through the ordinary dispatcher; while recording, its decoded
+answers in the request's place: an error code in the response Kafka would send for it, a delay, a closed
+connection, or no answer at all (`drop_response`: handled, but the response is never sent). `max_version`
+caps make the coordinator look like an older broker: ApiVersions advertises the lower maximum and a request
+above it is refused as the dispatcher refuses any unsupported version. A request no fault takes goes through the ordinary dispatcher; while recording, its decoded
 request and response are kept for assertions.
 """
 
@@ -24,6 +26,7 @@ from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.codec import decode_response, encode_response
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import RESPONSES
+from groupcoord.protocol.messages.api_versions import ApiVersionsResponse
 from groupcoord.protocol.messages.describe_groups import DescribedGroup, DescribeGroupsResponse
 from groupcoord.protocol.messages.find_coordinator import Coordinator, FindCoordinatorResponse
 from groupcoord.protocol.messages.offset_commit import (
@@ -98,14 +101,18 @@ class Fault:
     client_id: str | None = None
     until: float | None = None  # time.monotonic() after which it no longer applies
     hold: bool = False  # park each taken request until `release()`
+    versions: frozenset[int] = frozenset()  # empty: every version
+    drop_response: bool = False  # handle the request but never send its answer
     id: int = 0
     fired: int = 0
     removed: bool = False
     _owner: FaultInjector | None = field(default=None, repr=False)
     _held: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
-    def matches(self, api_key: int, client_id: str, groups: tuple[str, ...]) -> bool:
+    def matches(self, api_key: int, version: int, client_id: str, groups: tuple[str, ...]) -> bool:
         if self.apis and api_key not in self.apis:
+            return False
+        if self.versions and version not in self.versions:
             return False
         if self.client_id is not None and client_id != self.client_id:
             return False
@@ -149,6 +156,8 @@ class Fault:
             "group": self.group,
             "client_id": self.client_id,
             "hold": self.hold,
+            "versions": sorted(self.versions),
+            "drop_response": self.drop_response,
             "held": self.holding,
             "fired": self.fired,
             "active": self.active,
@@ -267,9 +276,10 @@ class FaultInjector:
         self.recorded: list[Recorded] = []
         self._ids = itertools.count(1)
         self._bypass: bytes | None = None
+        self.max_versions: dict[int, int] = {}  # api key -> the highest version we pretend to speak
 
     def __bool__(self) -> bool:
-        return bool(self.faults) or self.recording
+        return bool(self.faults) or self.recording or bool(self.max_versions)
 
     def add(
         self,
@@ -283,9 +293,15 @@ class FaultInjector:
         client_id: str | None = None,
         for_ms: int | None = None,
         hold: bool = False,
+        versions: tuple[int, ...] = (),
+        drop_response: bool = False,
     ) -> Fault:
-        if error is None and not disconnect and delay_ms <= 0 and not hold:
-            raise ValueError("a fault needs an error, a delay, hold or disconnect")
+        if error is None and not disconnect and delay_ms <= 0 and not hold and not drop_response:
+            raise ValueError("a fault needs an error, a delay, hold, disconnect or drop_response")
+        if drop_response and (error is not None or disconnect):
+            raise ValueError("drop_response sends no answer: it cannot also send an error or disconnect")
+        if any(v < 0 for v in versions):
+            raise ValueError("versions must not be negative")
         if count is not None and count < 1:
             raise ValueError("count must be at least 1 (or None for every matching request)")
         if delay_ms < 0:
@@ -300,6 +316,8 @@ class FaultInjector:
             client_id=client_id,
             until=time.monotonic() + for_ms / 1000 if for_ms is not None else None,
             hold=hold,
+            versions=frozenset(int(v) for v in versions),
+            drop_response=drop_response,
             id=next(self._ids),
             _owner=self,
         )
@@ -321,6 +339,19 @@ class FaultInjector:
         self.recording = on
         self._install()
 
+    def cap_version(self, api: str | int, max_version: int | None) -> None:
+        """Pretend to speak `api` only up to `max_version` (None: lift the cap)."""
+        key = api_key_of(api)
+        if max_version is None:
+            self.max_versions.pop(key, None)
+            return
+        lo, hi = self.dispatcher.ranges[key]
+        if not lo <= max_version <= hi:
+            raise ValueError(f"max_version of {ApiKey(key).name} must be within {lo}..{hi}")
+        self.max_versions[key] = max_version
+        self._install()
+        log.info("version capped", api=ApiKey(key).name, max_version=max_version)
+
     def _install(self) -> None:
         self.dispatcher.faults = self
 
@@ -330,7 +361,10 @@ class FaultInjector:
         if frame is self._bypass:
             return PASS
         groups = request_groups(request)
-        fault = self._take(ctx.api_key, ctx.client_id, groups)
+        capped = self._capped(ctx, frame)
+        if capped is not PASS:
+            return self._record(ctx, request, groups, capped, injected=True) if self.recording else capped
+        fault = self._take(ctx.api_key, ctx.version, ctx.client_id, groups)
         if fault is None:
             if not self.recording:
                 return PASS
@@ -341,9 +375,37 @@ class FaultInjector:
             return self._record(ctx, request, groups, reply, injected=True)
         return reply
 
-    def _take(self, api_key: int, client_id: str, groups: tuple[str, ...]) -> Fault | None:
+    def _capped(self, ctx: RequestContext, frame: bytes) -> Reply | object:
+        """Apply the `max_version` caps: refuse a request above its API's cap as an unsupported version, and
+        lower the maxima an ApiVersions answer advertises."""
+        if not self.max_versions:
+            return PASS
+        cap = self.max_versions.get(ctx.api_key)
+        if cap is not None and ctx.version > cap:
+            lo = self.dispatcher.ranges[ctx.api_key][0]
+            return self.dispatcher.unsupported(
+                ctx.conn, ctx.api_key, ctx.version, ctx.correlation_id, lo, cap
+            )
+        if ctx.api_key != ApiKey.API_VERSIONS:
+            return PASS
+        reply = self._through(ctx.conn, frame)
+        if not isinstance(reply, bytes):
+            return reply
+        correlation_id, body = decode_response(reply[4:], ctx.api_key, ctx.version)
+        assert isinstance(body, ApiVersionsResponse)
+        table = tuple(
+            dataclasses.replace(a, max_version=min(a.max_version, self.max_versions[a.api_key]))
+            if a.api_key in self.max_versions
+            else a
+            for a in body.api_keys
+        )
+        return encode_response(
+            correlation_id, ctx.api_key, ctx.version, dataclasses.replace(body, api_keys=table)
+        )
+
+    def _take(self, api_key: int, version: int, client_id: str, groups: tuple[str, ...]) -> Fault | None:
         for fault in self.faults:
-            if fault.active and fault.matches(api_key, client_id, groups):
+            if fault.active and fault.matches(api_key, version, client_id, groups):
                 fault.fired += 1
                 return fault
         if self.faults:
@@ -375,6 +437,11 @@ class FaultInjector:
                     conn.close(f"fault injection: API {ctx.api_key} v{ctx.version} has no error code")
                     return None
                 return encode_response(ctx.correlation_id, ctx.api_key, ctx.version, body)
+
+        elif fault.drop_response:
+
+            def answer() -> Reply:
+                return _dropped(self._through(conn, frame))
 
         else:
 
@@ -439,6 +506,18 @@ class FaultInjector:
 
 def _identity(data: bytes | None) -> bytes | None:
     return data
+
+
+def _dropped(reply: Reply) -> Reply:
+    """The request was handled (and a parked one still completes in order), but nothing is sent back."""
+    if reply is None or isinstance(reply, bytes):
+        return None
+    encode = reply.encode
+
+    def discard(result: object) -> None:
+        encode(result)  # what the handler's answer would have done (metrics), minus the bytes
+
+    return Pending(reply.fut, discard)
 
 
 def _resolve(fut: asyncio.Future, reply: Reply) -> None:

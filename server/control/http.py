@@ -9,11 +9,16 @@ One request per connection (`Connection: close`), bodies are JSON. Routes (docs/
     GET    /v1/groups/{g}                             a group (state, generation, leader, members)
     GET    /v1/groups/{g}/wait?state=&members=&generation=&timeout_ms=   the group, or 408
     POST   /v1/groups/{g}/members/{m}/expire          {}
+    POST   /v1/groups/{g}/rebalance     {"reason"}    the group (PreparingRebalance), 404 or 409
     POST   /v1/faults                   {"apis", "error", "count", "delay_ms", "disconnect", "group",
-                                         "client_id", "for_ms", "hold"}   the fault with its id
+                                         "client_id", "for_ms", "hold", "versions",
+                                         "drop_response"}   the fault with its id
     GET    /v1/faults                                 {"faults": [...]}
     POST   /v1/faults/{id}/release                    lets the requests a hold fault parked go on
     DELETE /v1/faults  |  /v1/faults/{id}
+    GET    /v1/versions                               {"max_versions": {"JOIN_GROUP": 2, ...}}
+    POST   /v1/versions                 {"api", "max_version"}   cap one API (max_version null: lift it)
+    DELETE /v1/versions                               lift every cap
     POST   /v1/coordinator/unavailable  {"for_ms", "error", "group"}   the fault
     POST   /v1/recording                {"on"}
     GET    /v1/requests?api=&group=                   {"requests": [...]}
@@ -43,6 +48,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     408: "Request Timeout",
+    409: "Conflict",
 }
 
 
@@ -128,6 +134,14 @@ class ControlHttp:
                 except KeyError as exc:
                     raise HttpError(404, exc.args[0]) from None
                 return {}
+            case ("POST", ["v1", "groups", group, "rebalance"]):
+                try:
+                    view = await c.force_rebalance(group, str(body.get("reason") or "forced"))
+                except KeyError as exc:
+                    raise HttpError(404, exc.args[0]) from None
+                except ValueError as exc:
+                    raise HttpError(409, str(exc)) from None
+                return view.as_json()
             case ("POST", ["v1", "faults"]):
                 apis = body.get("apis", body.get("api", ()))
                 fault = c.fault(
@@ -140,6 +154,8 @@ class ControlHttp:
                     client_id=body.get("client_id"),
                     for_ms=body.get("for_ms"),
                     hold=bool(body.get("hold", False)),
+                    versions=tuple(int(v) for v in body.get("versions", ())),
+                    drop_response=bool(body.get("drop_response", False)),
                 )
                 return fault.as_json()
             case ("GET", ["v1", "faults"]):
@@ -154,6 +170,16 @@ class ControlHttp:
             case ("POST", ["v1", "faults", fid, "release"]):
                 fault = self._fault(fid)
                 return {"released": fault.release(), "fault": fault.as_json()}
+            case ("GET", ["v1", "versions"]):
+                return {"max_versions": c.max_versions()}
+            case ("POST", ["v1", "versions"]):
+                cap = body.get("max_version")
+                c.max_version(body["api"], int(cap) if cap is not None else None)
+                return {"max_versions": c.max_versions()}
+            case ("DELETE", ["v1", "versions"]):
+                for name in c.max_versions():
+                    c.max_version(name, None)
+                return {"max_versions": {}}
             case ("POST", ["v1", "coordinator", "unavailable"]):
                 fault = c.coordinator_unavailable(
                     int(body["for_ms"]), body.get("error", "COORDINATOR_NOT_AVAILABLE"), body.get("group")

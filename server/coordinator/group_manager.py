@@ -344,6 +344,25 @@ class GroupMetadataManager(ClassicMembership):
             return int(E.REBALANCE_IN_PROGRESS), fx
         return NONE, fx
 
+    # ============================================================================== forced rebalance
+
+    def force_rebalance(self, group_id: str, reason: str, now_ms: int) -> tuple[str, Effects]:
+        """Start a rebalance now, as Kafka's `prepareRebalance(group, reason)` does when something outside
+        the members triggers one: a Stable or CompletingRebalance group goes to PreparingRebalance (parked
+        SyncGroups are answered REBALANCE_IN_PROGRESS, heartbeats get it next), journalled with `reason`.
+
+        Returns the state the group was in ("Dead" when there is none). Only a Stable or CompletingRebalance
+        group rebalances; an Empty one has nobody to rebalance and a PreparingRebalance one already is.
+        """
+        fx = self.ctx.begin(now_ms)
+        g = self.groups.get(group_id)
+        if g is None:
+            return str(DEAD), fx
+        before = str(g.state)
+        if g.state in (STABLE, COMPLETING):
+            self._prepare_rebalance(g, reason)
+        return before, fx
+
     # ==================================================================================== LeaveGroup
 
     def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:

@@ -94,6 +94,10 @@ class GroupCoordinatorShard:
     def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:
         return self.group_manager.leave_group(req, now_ms)
 
+    def force_rebalance(self, group_id: str, reason: str, now_ms: int) -> tuple[str, Effects]:
+        """Test control: rebalance a Stable/CompletingRebalance group now; returns the state it was in."""
+        return self.group_manager.force_rebalance(group_id, reason, now_ms)
+
     def on_timer(self, key: tuple, now_ms: int) -> Effects:
         return self.group_manager.on_timer(key, now_ms)
 

@@ -136,4 +136,27 @@ async def test_bad_control_requests_get_a_clear_http_error(groupcoord_factory) -
         await coord.expire_member("g", "m")
     with pytest.raises(TimeoutError, match="did not reach"):
         await coord.wait_group("g", timeout=0.1)
+    with pytest.raises(RuntimeError, match="404 no group 'g'"):
+        await coord.force_rebalance("g", reason="x")
     assert coord.call("GET", "/v1/clock")["virtual"] is True  # still serving
+
+
+async def test_versions_cap_and_drop_response_fault_over_http(groupcoord_factory) -> None:  # type: ignore[no-untyped-def]
+    coord = await groupcoord_factory(subprocess=True)
+    assert coord.max_version("ListGroups", 2) == {"max_versions": {"LIST_GROUPS": 2}}
+    assert coord.call("GET", "/v1/versions") == {"max_versions": {"LIST_GROUPS": 2}}
+    with pytest.raises(RuntimeError, match="400 max_version of JOIN_GROUP must be within"):
+        coord.max_version("JoinGroup", 99)
+    fault = coord.fault("ListGroups", drop_response=True, versions=[2])
+    assert (fault["drop_response"], fault["versions"]) == (True, [2])
+    raw = RawClient(coord.host, coord.port)
+    try:
+        from groupcoord.protocol.codec import encode_request
+
+        raw.send_raw(encode_request(ApiKey.LIST_GROUPS, 2, 1, ListGroupsRequest(), "raw-test"))  # dropped
+        raw.correlation = 1
+        assert raw.request(ApiKey.LIST_GROUPS, 2, ListGroupsRequest()).error_code == 0  # answered, id 2
+    finally:
+        raw.close()
+    assert coord.call("DELETE", "/v1/versions") == {"max_versions": {}}
+    assert coord.call("GET", "/v1/faults")["faults"] == []  # the count=1 fault is spent

@@ -2,7 +2,8 @@
 /**
  * kafkajs 2.2.4 group scenarios against the coordinator, all members as consumers in this one process.
  *
- * Usage: node driver.js (group3|admin) BOOTSTRAP TOPIC GROUP. Events go to stdout as JSON lines; at each
+ * Usage: node driver.js (group3|admin|control) BOOTSTRAP TOPIC GROUP [CONTROL_URL]. Events go to stdout as
+ * JSON lines; at each
  * `phase` event the driver waits for a line on stdin while the test checks the server side. kafkajs logs go
  * to stderr (its default logger writes to stdout, which is the test's channel). kafkajs has no static
  * membership (it never sends a group.instance.id), so there is no static scenario here.
@@ -10,7 +11,7 @@
 const readline = require('readline')
 const { Kafka, logLevel, AssignerProtocol } = require('kafkajs')
 
-const [scenario, bootstrap, topic, group] = process.argv.slice(2)
+const [scenario, bootstrap, topic, group, controlUrl] = process.argv.slice(2)
 const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]()
 
 function emit(event, fields = {}) {
@@ -27,7 +28,10 @@ async function phase(name, fields = {}) {
 }
 
 function errorOf(e) {
-  return { error: e.type || e.name, message: e.message, retriable: e.retriable === true }
+  const out = { error: e.type || e.name, message: e.message, retriable: e.retriable === true }
+  const cause = e.originalError || e.cause // kafkajs wraps a broker's error code in KafkaJSNonRetriableError
+  if (cause) out.cause = cause.type || cause.name
+  return out
 }
 
 const kafka = new Kafka({
@@ -226,11 +230,54 @@ async function adminCalls(admin) {
   await phase('deleted')
 }
 
+/** POSTs `body` as JSON to the groupcoord HTTP control endpoint (node 18+'s built-in fetch). */
+async function control(path, body) {
+  const res = await fetch(controlUrl + path, { method: 'POST', body: JSON.stringify(body) })
+  const json = await res.json()
+  emit('control', { path, status: res.status, response: json })
+  if (res.status !== 200) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(json)}`)
+  return json
+}
+
+/**
+ * Two members consume; the test's HTTP control endpoint forces a rebalance (both rejoin and consume on), then
+ * fails the next OffsetCommit of the group (a member sees the error; later commits catch up).
+ */
+async function controlled(admin) {
+  const partitions = 2
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }] })
+  await produce(0, 20, partitions)
+  const seen = new Map()
+  const members = [0, 1].map(i => new Member(`kafkajs-c${i}`, seen))
+  await Promise.all(members.map(m => m.start()))
+  await waitUntil('consume the first 20 records', 60, members, () => seen.size === 20)
+  await waitUntil('two members settle', 30, members, () => settled(admin, members, partitions))
+  await phase('consumed', { records: seen.size, members: members.map(m => m.describe()) })
+
+  const joinsBefore = members.map(m => m.joins)
+  const forced = await control(`/v1/groups/${encodeURIComponent(group)}/rebalance`, { reason: 'kafkajs test' })
+  await waitUntil('both members rejoin', 30, members,
+    async () => members.every((m, i) => m.joins > joinsBefore[i]) && settled(admin, members, partitions))
+  await produce(20, 10, partitions)
+  await waitUntil('consume 10 more after the rebalance', 30, members, () => seen.size === 30)
+  await phase('rebalanced', { forced, records: seen.size, members: members.map(m => m.describe()) })
+
+  const fault = await control('/v1/faults', { apis: ['OffsetCommit'], error: 'REBALANCE_IN_PROGRESS', count: 1, group })
+  await produce(30, 10, partitions)
+  await waitUntil('consume 10 more with a failed commit', 30, members, () => seen.size === 40)
+  await produce(40, 10, partitions)
+  await waitUntil('consume the last 10', 30, members, () => seen.size === 50)
+  await waitUntil('the group settles again', 30, members, () => settled(admin, members, partitions))
+  await phase('committed', { fault, records: seen.size, members: members.map(m => m.describe()) })
+  for (const m of members) await m.stop()
+}
+
 async function main() {
   const admin = kafka.admin()
   await admin.connect()
   if (scenario === 'group3') await groupOfThree(admin)
   else if (scenario === 'admin') await adminCalls(admin)
+  else if (scenario === 'control') await controlled(admin)
   else throw new Error(`unknown scenario ${scenario}`)
   await admin.disconnect()
   emit('done')
