@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Unpack
 
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.control import Control, GroupView
 from groupcoord.server.control.control import EventStream
-from groupcoord.server.control.faults import Fault, Recorded
+from groupcoord.server.control.faults import Fault, FaultSpec, Recorded
 
 # what a test wants unless it says otherwise: no 3 s wait before the first rebalance, short sessions allowed
 TEST_DEFAULTS: dict[str, object] = {
@@ -65,34 +66,9 @@ class GroupCoord:
     def events(self, group_id: str) -> EventStream:
         return self.control.events(group_id)
 
-    def fault(
-        self,
-        *apis: str | int,
-        error: str | int | None = None,
-        count: int | None = 1,
-        delay_ms: int = 0,
-        disconnect: bool = False,
-        group: str | None = None,
-        client_id: str | None = None,
-        for_ms: int | None = None,
-        hold: bool = False,
-        versions: tuple[int, ...] = (),
-        drop_response: bool = False,
-    ) -> Fault:
+    def fault(self, *apis: str | int, **spec: Unpack[FaultSpec]) -> Fault:
         """See `Control.fault`; `hold=True` parks the requests until `fault.release()`."""
-        return self.control.fault(
-            *apis,
-            error=error,
-            count=count,
-            delay_ms=delay_ms,
-            disconnect=disconnect,
-            group=group,
-            client_id=client_id,
-            for_ms=for_ms,
-            hold=hold,
-            versions=versions,
-            drop_response=drop_response,
-        )
+        return self.control.fault(*apis, **spec)
 
     def max_version(self, api: str | int, max_version: int | None) -> None:
         """See `Control.max_version`: pretend to be a broker that speaks `api` only up to `max_version`."""

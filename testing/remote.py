@@ -16,7 +16,9 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Unpack
 
+from groupcoord.server.control.faults import FaultSpec
 from groupcoord.server.control.views import GroupView, MemberView
 
 ARGS_DEFAULTS: dict[str, object] = {
@@ -158,7 +160,7 @@ class GroupCoordProcess:
         path = f"/v1/groups/{group_id}/wait?{query}"
         return _view(self.call("GET", path, None, timeout + 10))
 
-    def fault(self, *apis: str | int, **spec: object) -> dict:
+    def fault(self, *apis: str | int, **spec: Unpack[FaultSpec]) -> dict:
         return self.call("POST", "/v1/faults", {"apis": list(apis), **spec})
 
     def max_version(self, api: str | int, max_version: int | None) -> dict:

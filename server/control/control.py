@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Unpack
 
 import structlog
 
@@ -14,6 +14,7 @@ from groupcoord.server.control.faults import (
     COORDINATOR_APIS,
     Fault,
     FaultInjector,
+    FaultSpec,
     Recorded,
     api_key_of,
     error_code_of,
@@ -185,37 +186,12 @@ class Control:
 
     # -- faults
 
-    def fault(
-        self,
-        *apis: str | int,
-        error: str | int | None = None,
-        count: int | None = 1,
-        delay_ms: int = 0,
-        disconnect: bool = False,
-        group: str | None = None,
-        client_id: str | None = None,
-        for_ms: int | None = None,
-        hold: bool = False,
-        versions: tuple[int, ...] = (),
-        drop_response: bool = False,
-    ) -> Fault:
+    def fault(self, *apis: str | int, **spec: Unpack[FaultSpec]) -> Fault:
         """Make the next `count` requests of these APIs (all APIs when none named; only those of `versions`,
         naming `group` or sent by `client_id` when given) fail with `error`, wait `delay_ms` first, drop the
         connection, be handled without an answer (`drop_response`), or (`hold`) wait until the returned
-        fault's `release()`."""
-        return self.faults.add(
-            apis,
-            error=error,
-            count=count,
-            delay_ms=delay_ms,
-            disconnect=disconnect,
-            group=group,
-            client_id=client_id,
-            for_ms=for_ms,
-            hold=hold,
-            versions=tuple(versions),
-            drop_response=drop_response,
-        )
+        fault's `release()`. `for_ms` bounds it in wall-clock time; `count=None` takes every match."""
+        return self.faults.add(apis, **spec)
 
     def max_version(self, api: str | int, max_version: int | None) -> None:
         """Pretend to be an older broker for `api`: ApiVersions advertises `max_version` as its highest and a

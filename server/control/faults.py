@@ -18,7 +18,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import structlog
 
@@ -49,6 +49,23 @@ if TYPE_CHECKING:
 log = structlog.get_logger("groupcoord.control")
 
 Reply = bytes | Pending | None
+
+
+class FaultSpec(TypedDict, total=False):
+    """What a fault does and which requests it takes, as keyword arguments of `Control.fault` and the test
+    plugin's `fault` (one declaration for every facade; `FaultInjector.add` holds the defaults and the checks)."""
+
+    error: str | int | None
+    count: int | None
+    delay_ms: int
+    disconnect: bool
+    group: str | None
+    client_id: str | None
+    for_ms: int | None
+    hold: bool
+    versions: tuple[int, ...]
+    drop_response: bool
+
 
 # the APIs a client sends to its group coordinator: what "the coordinator is unavailable" applies to
 COORDINATOR_APIS = (
