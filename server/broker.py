@@ -11,7 +11,7 @@ import structlog
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
 from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
-from groupcoord.server.config import ServerConfig
+from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
@@ -26,6 +26,7 @@ from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
+from groupcoord.server.storage.postgres import PostgresStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
 from groupcoord.server.topic_view import Topics
@@ -65,6 +66,15 @@ HANDLERS = {
 }
 
 
+def make_store(cfg: ServerConfig) -> StateStore:
+    """`--storage`: memory, disk (SQLite at <data-dir>/state.db) or a postgresql:// URL (docs/storage.md)."""
+    if cfg.storage == "memory":
+        return MemoryStateStore()
+    if cfg.storage.startswith(POSTGRES_SCHEMES):
+        return PostgresStateStore(cfg.storage, shards=cfg.offsets_topic_num_partitions)
+    return SqliteStateStore(cfg.data_dir / "state.db")
+
+
 class Broker:
     """The whole server. Handlers see it only as `server.services.HandlerServices` (the dispatcher's
     `RequestContext.services`): the machine, runtime, topics, logs, config, ApiVersions table and loading flag.
@@ -99,7 +109,7 @@ class Broker:
         self.loop = asyncio.get_running_loop()
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         memory = cfg.storage == "memory"
-        self.store = MemoryStateStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
+        self.store = make_store(cfg)
         await self.store.open()
         flush = "always" if cfg.log_flush == "acks-all" else "never"
         maintenance = MaintenanceConfig(
@@ -109,7 +119,10 @@ class Broker:
             cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
         )
         self.logs = LogManager(
-            None if memory else cfg.data_dir, storage=cfg.storage, flush=flush, maintenance=maintenance
+            None if memory else cfg.data_dir,
+            storage="memory" if memory else "disk",
+            flush=flush,
+            maintenance=maintenance,
         )
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)

@@ -173,7 +173,12 @@ _OPTIONS: list[tuple[str, object, str]] = [
         int,
         "partitions the internal __consumer_offsets topic is listed with in Metadata (default 50)",
     ),
-    ("--storage", str, "disk (durable, the default) or memory (nothing survives a restart)"),
+    (
+        "--storage",
+        str,
+        "disk (durable, the default), memory (nothing survives a restart) or a postgresql://user@host:port/db "
+        "URL (group metadata and offsets in PostgreSQL; topic data stays in segment files under --data-dir)",
+    ),
     (
         "--log-flush",
         str,
@@ -281,10 +286,14 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
     return cfg
 
 
+#: URL schemes `--storage` accepts for the PostgreSQL store (libpq's two spellings)
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 def _validate(cfg: ServerConfig) -> None:
     problems = []
-    if cfg.storage not in ("disk", "memory"):
-        problems.append("--storage must be disk or memory")
+    if cfg.storage not in ("disk", "memory") and not cfg.storage.startswith(POSTGRES_SCHEMES):
+        problems.append("--storage must be disk, memory or a postgresql:// URL")
     if cfg.log_flush not in ("acks-all", "never"):
         problems.append("--log-flush must be acks-all or never")
     if cfg.log_format not in ("console", "json"):
