@@ -10,7 +10,9 @@ import structlog
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
-from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
+from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records, routing
+from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
@@ -68,6 +70,8 @@ HANDLERS = {
 
 def make_store(cfg: ServerConfig) -> StateStore:
     """`--storage`: memory, disk (SQLite at <data-dir>/state.db) or a postgresql:// URL (docs/storage.md)."""
+    if cfg.cluster:
+        return PostgresStateStore(cfg.cluster, shards=cfg.offsets_topic_num_partitions)
     if cfg.storage == "memory":
         return MemoryStateStore()
     if cfg.storage.startswith(POSTGRES_SCHEMES):
@@ -103,6 +107,10 @@ class Broker:
         self._cleanup: TimerService | None = None
         self.clock: Clock = WALL_CLOCK
         self._control: Control | None = None  # made on first use
+        #: cluster mode (`--cluster`): this node's leases and the shard routing; None on a single node
+        self.cluster: ClusterNode | None = None
+        if config.cluster:
+            self.dispatcher.route = routing.route
 
     async def start(self) -> None:
         cfg = self.config
@@ -168,7 +176,7 @@ class Broker:
             cfg.port,
             reuse_address=True,
         )
-        self.loaded = self.loop.create_task(self._load())
+        self.loaded = self.loop.create_task(self._join_cluster() if cfg.cluster else self._load())
         if cfg.control_port is not None:
             from groupcoord.server.control.http import serve_http
 
@@ -210,6 +218,30 @@ class Broker:
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
 
+    async def _join_cluster(self) -> None:
+        """Cluster mode: nothing is loaded up front; each shard is loaded when this node takes its lease."""
+        assert self.machine is not None and self.runtime is not None
+        assert isinstance(self.store, PostgresStateStore)
+        cfg = self.config
+        self.cluster = ClusterNode(
+            node=NodeInfo(cfg.node_id, cfg.public_host, cfg.advertised_port or self.port),
+            store=self.store,
+            machine=self.machine,
+            runtime=self.runtime,
+            shards=cfg.offsets_topic_num_partitions,
+            lease_ttl_ms=cfg.cluster_lease_ttl_ms,
+            now_ms=self.clock.now_ms,
+        )
+        self.store.fence = self.cluster
+        await self.cluster.start()
+        self.loading = False
+        self._schedule_cleanup()
+
+    @property
+    def routing(self) -> ClusterNode | None:
+        """`ShardRouting` for handlers: None on a single node."""
+        return self.cluster
+
     @property
     def api_versions_table(self) -> tuple[ApiVersion, ...]:
         """What ApiVersions answers: the range of every API with a handler (`HandlerServices`)."""
@@ -250,6 +282,8 @@ class Broker:
         if self.loaded is not None and not self.loaded.done():
             with contextlib.suppress(Exception):
                 await self.loaded
+        if self.cluster is not None:
+            await self.cluster.stop()  # planned handover: leases released before the store closes
         if self._cleanup is not None:
             self._cleanup.close()
         if self.guard is not None:
