@@ -11,6 +11,7 @@ change of S would move only ~1/S of the groups. S is fixed when a cluster is cre
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 _MASK = (1 << 64) - 1
@@ -28,7 +29,8 @@ def jump_consistent_hash(key: int, buckets: int) -> int:
     return b
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def shard_of(group_id: str, shards: int) -> int:
-    """The shard (0..shards-1) owning `group_id`."""
+    """The shard (0..shards-1) owning `group_id` (cached: every group request of a cluster node asks)."""
     digest = hashlib.blake2b(group_id.encode("utf-8"), digest_size=8).digest()
     return jump_consistent_hash(int.from_bytes(digest, "big"), shards)
