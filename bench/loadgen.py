@@ -598,7 +598,9 @@ def main() -> None:
     p.add_argument("--no-join", action="store_true", help="skip the group join (echo server)")
     p.add_argument("--groups", type=int, default=8, help="the connections' members form this many groups")
     p.add_argument(
-        "--group-names", default="", help="comma-separated names of those groups (cluster benches pick owned ones)"
+        "--group-names",
+        default="",
+        help="comma-separated names of those groups (cluster benches pick owned ones)",
     )
     p = sub.add_parser("hold", parents=[common])
     p.add_argument("--groups", type=int, default=10000)
