@@ -31,11 +31,12 @@ async def lease_counts(url: str) -> dict[int, int]:
 
 
 async def wait_balanced(url: str, nodes: list[int], shards: int = 50, timeout: float = 30) -> dict[int, int]:
-    """Until every shard is held and each of `nodes` holds some."""
+    """Until every shard is held and each of `nodes` holds its share (no handover still to come)."""
     deadline = time.monotonic() + timeout
     while True:
         counts = await lease_counts(url)
-        if sum(counts.values()) == shards and all(counts.get(n, 0) > 0 for n in nodes):
+        fair = -(-shards // len(nodes))  # nobody above its share: no more handovers pending
+        if sum(counts.values()) == shards and all(0 < counts.get(n, 0) <= fair for n in nodes):
             return counts
         if time.monotonic() > deadline:
             raise AssertionError(f"leases not spread over {nodes} within {timeout}s: {counts}")

@@ -117,12 +117,13 @@ async def test_durable_across_reopen_and_sqlite_settings(tmp_path: Path) -> None
     await s.close()
 
 
-async def test_write_after_close_raises(tmp_path: Path, pg_url: str) -> None:
-    for s in (MemoryStateStore(), SqliteStateStore(tmp_path / "state.db"), PostgresStateStore(pg_url)):
-        await s.open()
-        await s.close()
-        with pytest.raises(StorageError):
-            await s.write([group("g")])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_write_after_close_raises(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    s = make_store(kind, tmp_path, request)
+    await s.open()
+    await s.close()
+    with pytest.raises(StorageError):
+        await s.write([group("g")])
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
