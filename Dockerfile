@@ -8,6 +8,8 @@ COPY protocol ./protocol
 COPY server ./server
 COPY assignors ./assignors
 COPY pipeline ./pipeline
+COPY membership ./membership
+COPY testing ./testing
 RUN pip install --no-cache-dir .
 VOLUME /data
 EXPOSE 9092

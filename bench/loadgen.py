@@ -442,9 +442,13 @@ async def scenario_heartbeat(args: argparse.Namespace) -> dict:
             frames = [patch_gen(heartbeat_template("bench-hb", f"m-{i}"), 1) for i in range(len(conns))]
             join = None
         else:
-            k = max(1, min(args.groups, len(conns)))
+            names = args.group_names.split(",") if args.group_names else None
+            k = max(1, min(len(names) if names else args.groups, len(conns)))
             chunks = [conns[j::k] for j in range(k)]
-            groups = [Group(f"bench-hb-{j}-{os.getpid()}", len(chunk)) for j, chunk in enumerate(chunks)]
+            groups = [
+                Group(names[j] if names else f"bench-hb-{j}-{os.getpid()}", len(chunk))
+                for j, chunk in enumerate(chunks)
+            ]
             joins = await asyncio.wait_for(
                 asyncio.gather(*(join_group(c, g) for c, g in zip(chunks, groups, strict=True))), args.timeout
             )
@@ -593,6 +597,11 @@ def main() -> None:
     p.add_argument("--max-requests", type=int, default=0, help="stop early after this many (0: no bound)")
     p.add_argument("--no-join", action="store_true", help="skip the group join (echo server)")
     p.add_argument("--groups", type=int, default=8, help="the connections' members form this many groups")
+    p.add_argument(
+        "--group-names",
+        default="",
+        help="comma-separated names of those groups (cluster benches pick owned ones)",
+    )
     p = sub.add_parser("hold", parents=[common])
     p.add_argument("--groups", type=int, default=10000)
     p.add_argument("--members", type=int, default=10)

@@ -10,8 +10,10 @@ import structlog
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
-from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
-from groupcoord.server.config import ServerConfig
+from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records, routing
+from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.cluster.node import ClusterNode
+from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
@@ -26,6 +28,7 @@ from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
+from groupcoord.server.storage.postgres import PostgresStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
 from groupcoord.server.topic_view import Topics
@@ -65,6 +68,17 @@ HANDLERS = {
 }
 
 
+def make_store(cfg: ServerConfig) -> StateStore:
+    """`--storage`: memory, disk (SQLite at <data-dir>/state.db) or a postgresql:// URL (docs/storage.md)."""
+    if cfg.cluster:
+        return PostgresStateStore(cfg.cluster, shards=cfg.offsets_topic_num_partitions)
+    if cfg.storage == "memory":
+        return MemoryStateStore()
+    if cfg.storage.startswith(POSTGRES_SCHEMES):
+        return PostgresStateStore(cfg.storage, shards=cfg.offsets_topic_num_partitions)
+    return SqliteStateStore(cfg.data_dir / "state.db")
+
+
 class Broker:
     """The whole server. Handlers see it only as `server.services.HandlerServices` (the dispatcher's
     `RequestContext.services`): the machine, runtime, topics, logs, config, ApiVersions table and loading flag.
@@ -93,13 +107,17 @@ class Broker:
         self._cleanup: TimerService | None = None
         self.clock: Clock = WALL_CLOCK
         self._control: Control | None = None  # made on first use
+        #: cluster mode (`--cluster`): this node's leases and the shard routing; None on a single node
+        self.cluster: ClusterNode | None = None
+        if config.cluster:
+            self.dispatcher.route = routing.route
 
     async def start(self) -> None:
         cfg = self.config
         self.loop = asyncio.get_running_loop()
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         memory = cfg.storage == "memory"
-        self.store = MemoryStateStore() if memory else SqliteStateStore(cfg.data_dir / "state.db")
+        self.store = make_store(cfg)
         await self.store.open()
         flush = "always" if cfg.log_flush == "acks-all" else "never"
         maintenance = MaintenanceConfig(
@@ -109,7 +127,10 @@ class Broker:
             cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
         )
         self.logs = LogManager(
-            None if memory else cfg.data_dir, storage=cfg.storage, flush=flush, maintenance=maintenance
+            None if memory else cfg.data_dir,
+            storage="memory" if memory else "disk",
+            flush=flush,
+            maintenance=maintenance,
         )
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
@@ -155,7 +176,7 @@ class Broker:
             cfg.port,
             reuse_address=True,
         )
-        self.loaded = self.loop.create_task(self._load())
+        self.loaded = self.loop.create_task(self._join_cluster() if cfg.cluster else self._load())
         if cfg.control_port is not None:
             from groupcoord.server.control.http import serve_http
 
@@ -197,6 +218,30 @@ class Broker:
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
 
+    async def _join_cluster(self) -> None:
+        """Cluster mode: nothing is loaded up front; each shard is loaded when this node takes its lease."""
+        assert self.machine is not None and self.runtime is not None
+        assert isinstance(self.store, PostgresStateStore)
+        cfg = self.config
+        self.cluster = ClusterNode(
+            node=NodeInfo(cfg.node_id, cfg.public_host, cfg.advertised_port or self.port),
+            store=self.store,
+            machine=self.machine,
+            runtime=self.runtime,
+            shards=cfg.offsets_topic_num_partitions,
+            lease_ttl_ms=cfg.cluster_lease_ttl_ms,
+            now_ms=self.clock.now_ms,
+        )
+        self.store.fence = self.cluster
+        await self.cluster.start()
+        self.loading = False
+        self._schedule_cleanup()
+
+    @property
+    def routing(self) -> ClusterNode | None:
+        """`ShardRouting` for handlers: None on a single node."""
+        return self.cluster
+
     @property
     def api_versions_table(self) -> tuple[ApiVersion, ...]:
         """What ApiVersions answers: the range of every API with a handler (`HandlerServices`)."""
@@ -237,6 +282,8 @@ class Broker:
         if self.loaded is not None and not self.loaded.done():
             with contextlib.suppress(Exception):
                 await self.loaded
+        if self.cluster is not None:
+            await self.cluster.stop()  # planned handover: leases released before the store closes
         if self._cleanup is not None:
             self._cleanup.close()
         if self.guard is not None:

@@ -7,7 +7,9 @@ import asyncio
 import signal
 import sys
 
-from groupcoord.server.config import add_serve_arguments, config_from_args
+from groupcoord.server.config import POSTGRES_SCHEMES, add_serve_arguments, config_from_args
+from groupcoord.server.storage.base import StorageError
+from groupcoord.server.storage.postgres import redact
 
 DESCRIPTION = """\
 groupcoord is a Kafka-protocol consumer-group coordinator. Point Kafka clients' bootstrap servers at it:
@@ -81,11 +83,16 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     except OSError as exc:
         print(f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr)
         return 1
+    except StorageError as exc:
+        print(f"groupcoord: cannot open the state store: {exc}", file=sys.stderr)
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     where = "memory (not durable)" if config.storage == "memory" else str(config.data_dir.resolve())
+    if config.storage.startswith(POSTGRES_SCHEMES):
+        where += f" + {redact(config.storage)}"
     print(
         f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
         f"{config.public_host}:{config.public_port}); data in {where}",

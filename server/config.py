@@ -41,6 +41,8 @@ class ServerConfig:
     offsets_topic_num_partitions: int = 50
     topics: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     storage: str = "disk"
+    cluster: str = ""  # postgresql:// URL: cluster mode (server/cluster), groups sharded over the nodes
+    cluster_lease_ttl_ms: int = 5000
     log_flush: str = "acks-all"
     journal: bool = True
     journal_max_bytes: int = 64 * 1024 * 1024
@@ -173,7 +175,24 @@ _OPTIONS: list[tuple[str, object, str]] = [
         int,
         "partitions the internal __consumer_offsets topic is listed with in Metadata (default 50)",
     ),
-    ("--storage", str, "disk (durable, the default) or memory (nothing survives a restart)"),
+    (
+        "--storage",
+        str,
+        "disk (durable, the default), memory (nothing survives a restart) or a postgresql://user@host:port/db "
+        "URL (group metadata and offsets in PostgreSQL; topic data stays in segment files under --data-dir)",
+    ),
+    (
+        "--cluster",
+        str,
+        "a postgresql:// URL: run as one node of a cluster whose nodes share that database; groups are sharded "
+        "over the live nodes by lease (docs/cluster.md); needs a distinct --node-id per node",
+    ),
+    (
+        "--cluster-lease-ttl-ms",
+        int,
+        "cluster mode: how long a shard lease lasts unrenewed, judged by the database clock; an unplanned "
+        "failover takes about this long (default 5000)",
+    ),
     (
         "--log-flush",
         str,
@@ -281,10 +300,22 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
     return cfg
 
 
+#: URL schemes `--storage` accepts for the PostgreSQL store (libpq's two spellings)
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
 def _validate(cfg: ServerConfig) -> None:
     problems = []
-    if cfg.storage not in ("disk", "memory"):
-        problems.append("--storage must be disk or memory")
+    if cfg.storage not in ("disk", "memory") and not cfg.storage.startswith(POSTGRES_SCHEMES):
+        problems.append("--storage must be disk, memory or a postgresql:// URL")
+    if cfg.cluster and not cfg.cluster.startswith(POSTGRES_SCHEMES):
+        problems.append("--cluster must be a postgresql:// URL")
+    if cfg.cluster and cfg.storage == "memory":
+        problems.append(
+            "--cluster keeps the group state in PostgreSQL; it cannot be combined with --storage memory"
+        )
+    if cfg.cluster_lease_ttl_ms < 1000:
+        problems.append("--cluster-lease-ttl-ms must be at least 1000")
     if cfg.log_flush not in ("acks-all", "never"):
         problems.append("--log-flush must be acks-all or never")
     if cfg.log_format not in ("console", "json"):

@@ -142,6 +142,8 @@ class Dispatcher:
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
         self.connections: set[Peer] = set()
         self.while_loading: dict[int, Handler] = {}
+        #: cluster mode: picks the NOT_COORDINATOR / LOAD_IN_PROGRESS answer for groups not served here
+        self.route: Callable[[RequestContext, int, Any], Handler | None] | None = None
         # requests that carried bytes after their last field (ignored, as Kafka does) and how many bytes
         self.requests_with_ignored_bytes = 0
         self.ignored_request_bytes = 0
@@ -180,6 +182,8 @@ class Dispatcher:
                 return injected
         if self.services.loading:
             handler = self.while_loading.get(api_key, handler)
+        elif self.route is not None:
+            handler = self.route(ctx, api_key, request) or handler
         try:
             response = handler(ctx, request)
             if type(response) is Prebuilt:

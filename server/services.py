@@ -13,9 +13,10 @@ config, protocol), never `dispatch`, `network`, `broker` or `apis`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.api_versions import ApiVersion
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.configs.manager import ConfigManager
@@ -72,9 +73,32 @@ class ConfigServices(Protocol):
     def configs(self) -> ConfigManager: ...
 
 
+class NodeAddress(Protocol):
+    """A node as FindCoordinator and Metadata name it."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+class ShardRouting(Protocol):
+    """Cluster mode (server/cluster): which node coordinates a group and whether this one serves it now."""
+
+    def group_status(self, group_id: str) -> ErrorCode:
+        """NONE (served here), COORDINATOR_LOAD_IN_PROGRESS (being taken over here) or NOT_COORDINATOR."""
+        ...
+
+    def coordinator_of(self, group_id: str) -> NodeAddress | None:
+        """The owner of the group's shard; None while no live node holds it."""
+        ...
+
+    def live_nodes(self) -> Sequence[NodeAddress]: ...
+
+
 @runtime_checkable
 class ClusterView(Protocol):
-    """This node as clients see it: its configuration, its ApiVersions table, whether its state is loading."""
+    """This node as clients see it: its configuration, its ApiVersions table, whether its state is loading,
+    and in cluster mode the shard routing (None on a single node)."""
 
     @property
     def config(self) -> ServerConfig: ...
@@ -84,6 +108,9 @@ class ClusterView(Protocol):
 
     @property
     def loading(self) -> bool: ...
+
+    @property
+    def routing(self) -> ShardRouting | None: ...
 
 
 @runtime_checkable

@@ -156,3 +156,23 @@ def server_factory(tmp_path: Path) -> Iterator:
 @pytest.fixture
 def groupcoord_server(server_factory) -> ServerProcess:  # type: ignore[no-untyped-def]
     return server_factory()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator:
+    """One throw-away PostgreSQL server for the whole session (testing/pgcluster.py); skipped only when the
+    server binaries are truly absent."""
+    from groupcoord.testing.pgcluster import PgCluster, available
+
+    reason = available()
+    if reason:
+        pytest.skip(reason)
+    cluster = PgCluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:  # type: ignore[no-untyped-def]
+    """A fresh empty database on the session's PostgreSQL server."""
+    return pg_cluster.create_database()

@@ -36,6 +36,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "protocol",
     ),
     "server.configs": ("server.configs", "server.log.config", "protocol"),
+    # cluster mode: leases and takeover drive the state machine through the runtime, writes through storage
+    "server.cluster": (
+        "server.cluster",
+        "server.coordinator",
+        "server.runtime",
+        "server.storage",
+        "protocol",
+    ),
     "server.topic_view": ("server.topic_view", "server.log"),
     # the narrow interface handlers get instead of the Broker: only the layers below the handlers
     "server.services": (

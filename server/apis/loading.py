@@ -1,4 +1,5 @@
-"""Answers while the coordinator state is still loading from disk (spec §2.2, §3.1, §4.1, §6, §7).
+"""Answers while the coordinator state is still loading from disk (spec §2.2, §3.1, §4.1, §6, §7), and the
+same answers with another code (`answers_with`: NOT_COORDINATOR for a group another cluster node owns).
 
 The listener opens before `state.db` has been replayed, so clients can connect at once; until the load is
 done, group APIs get COORDINATOR_LOAD_IN_PROGRESS (clients retry it), except Heartbeat, which Kafka answers
@@ -7,6 +8,7 @@ NONE so that members don't rejoin because of a coordinator restart.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,41 +32,50 @@ if TYPE_CHECKING:
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
 
-def _join(ctx: RequestContext, req: jg.JoinGroupRequest) -> jg.JoinGroupResponse:
+def _join(ctx: RequestContext, req: jg.JoinGroupRequest, code: ErrorCode = LOADING) -> jg.JoinGroupResponse:
     return jg.JoinGroupResponse(
-        error_code=LOADING, member_id=req.member_id, protocol_name="" if ctx.version < 7 else None
+        error_code=code, member_id=req.member_id, protocol_name="" if ctx.version < 7 else None
     )
 
 
-def _sync(ctx: RequestContext, req: sg.SyncGroupRequest) -> sg.SyncGroupResponse:
-    return sg.SyncGroupResponse(error_code=LOADING)
+def _sync(ctx: RequestContext, req: sg.SyncGroupRequest, code: ErrorCode = LOADING) -> sg.SyncGroupResponse:
+    return sg.SyncGroupResponse(error_code=code)
 
 
-def _heartbeat(ctx: RequestContext, req: hb.HeartbeatRequest) -> hb.HeartbeatResponse:
-    return hb.HeartbeatResponse(error_code=ErrorCode.NONE)
+def _heartbeat(
+    ctx: RequestContext, req: hb.HeartbeatRequest, code: ErrorCode = LOADING
+) -> hb.HeartbeatResponse:
+    # loading: NONE, so members don't rejoin because the coordinator restarted or is taking the group over
+    return hb.HeartbeatResponse(error_code=ErrorCode.NONE if code == LOADING else code)
 
 
-def _leave(ctx: RequestContext, req: lv.LeaveGroupRequest) -> lv.LeaveGroupResponse:
-    return lv.LeaveGroupResponse(error_code=LOADING)
+def _leave(
+    ctx: RequestContext, req: lv.LeaveGroupRequest, code: ErrorCode = LOADING
+) -> lv.LeaveGroupResponse:
+    return lv.LeaveGroupResponse(error_code=code)
 
 
-def _commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> oc.OffsetCommitResponse:
-    return commit_errors(req, LOADING)
+def _commit(
+    ctx: RequestContext, req: oc.OffsetCommitRequest, code: ErrorCode = LOADING
+) -> oc.OffsetCommitResponse:
+    return commit_errors(req, code)
 
 
-def _fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> of.OffsetFetchResponse:
+def _fetch(
+    ctx: RequestContext, req: of.OffsetFetchRequest, code: ErrorCode = LOADING
+) -> of.OffsetFetchResponse:
     if ctx.version >= 8:
-        return of.OffsetFetchResponse(groups=tuple(of.OffsetFetchResponseGroup(group_id=g.group_id, error_code=LOADING)
+        return of.OffsetFetchResponse(groups=tuple(of.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code)
                                                    for g in req.groups))  # fmt: skip
     if ctx.version >= 2:
-        return of.OffsetFetchResponse(error_code=LOADING)
+        return of.OffsetFetchResponse(error_code=code)
     return of.OffsetFetchResponse(
         topics=tuple(
             of.OffsetFetchResponseTopic(
                 name=t.name,
                 partitions=tuple(
                     of.OffsetFetchResponsePartition(
-                        partition_index=p, committed_offset=-1, metadata="", error_code=LOADING
+                        partition_index=p, committed_offset=-1, metadata="", error_code=code
                     )
                     for p in t.partition_indexes
                 ),
@@ -74,26 +85,32 @@ def _fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> of.OffsetFetchRes
     )
 
 
-def _describe(ctx: RequestContext, req: dg.DescribeGroupsRequest) -> dg.DescribeGroupsResponse:
+def _describe(
+    ctx: RequestContext, req: dg.DescribeGroupsRequest, code: ErrorCode = LOADING
+) -> dg.DescribeGroupsResponse:
     return dg.DescribeGroupsResponse(
-        groups=tuple(dg.DescribedGroup(error_code=LOADING, group_id=g) for g in req.groups)
+        groups=tuple(dg.DescribedGroup(error_code=code, group_id=g) for g in req.groups)
     )
 
 
-def _list(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroupsResponse:
-    return lg.ListGroupsResponse(error_code=LOADING)
+def _list(ctx: RequestContext, req: lg.ListGroupsRequest, code: ErrorCode = LOADING) -> lg.ListGroupsResponse:
+    return lg.ListGroupsResponse(error_code=code)
 
 
-def _delete(ctx: RequestContext, req: dl.DeleteGroupsRequest) -> dl.DeleteGroupsResponse:
+def _delete(
+    ctx: RequestContext, req: dl.DeleteGroupsRequest, code: ErrorCode = LOADING
+) -> dl.DeleteGroupsResponse:
     return dl.DeleteGroupsResponse(
         results=tuple(
-            dl.DeletableGroupResult(group_id=g, error_code=LOADING) for g in dict.fromkeys(req.groups_names)
+            dl.DeletableGroupResult(group_id=g, error_code=code) for g in dict.fromkeys(req.groups_names)
         )
     )
 
 
-def _offset_delete(ctx: RequestContext, req: od.OffsetDeleteRequest) -> od.OffsetDeleteResponse:
-    return od.OffsetDeleteResponse(error_code=LOADING)
+def _offset_delete(
+    ctx: RequestContext, req: od.OffsetDeleteRequest, code: ErrorCode = LOADING
+) -> od.OffsetDeleteResponse:
+    return od.OffsetDeleteResponse(error_code=code)
 
 
 WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
@@ -108,3 +125,8 @@ WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.DELETE_GROUPS: _delete,
     ApiKey.OFFSET_DELETE: _offset_delete,
 }
+
+
+def answers_with(code: ErrorCode) -> dict[ApiKey, Callable[[Any, Any], Any]]:
+    """The group APIs answered with `code` for every group of the request (ListGroups has no group)."""
+    return {k: functools.partial(f, code=code) for k, f in WHILE_LOADING.items() if k != ApiKey.LIST_GROUPS}

@@ -74,6 +74,20 @@ def _broker(ctx: RequestContext) -> MetadataResponseBroker:
     )
 
 
+def _brokers(ctx: RequestContext) -> tuple[MetadataResponseBroker, ...]:
+    """This node; in cluster mode every live node (the others' rack is not known here: None)."""
+    routing = ctx.services.routing
+    if routing is None:
+        return (_broker(ctx),)
+    me = ctx.services.config.node_id
+    return tuple(
+        _broker(ctx)
+        if n.node_id == me
+        else MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port)
+        for n in routing.live_nodes()
+    ) or (_broker(ctx),)
+
+
 def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
     topics = ctx.services.topics
     info = topics.get(name)
@@ -162,7 +176,7 @@ def _invalid_request(ctx: RequestContext, req: MetadataRequest) -> MetadataRespo
         for t in req.topics or ()
     )
     return MetadataResponse(
-        brokers=(_broker(ctx),), cluster_id=cfg.cluster_id, controller_id=cfg.node_id, topics=entries
+        brokers=_brokers(ctx), cluster_id=cfg.cluster_id, controller_id=cfg.node_id, topics=entries
     )
 
 
@@ -189,7 +203,7 @@ def _metadata_response(
             MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
         )
     return MetadataResponse(
-        brokers=(_broker(ctx),),
+        brokers=_brokers(ctx),
         cluster_id=cfg.cluster_id,
         controller_id=cfg.node_id,
         topics=tuple(entries),
@@ -209,19 +223,27 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {req.key_type}"
     ok = error == ErrorCode.NONE
-    node, host, port = (cfg.node_id, cfg.public_host, cfg.public_port) if ok else (-1, "", -1)
+    here = (cfg.node_id, cfg.public_host, cfg.public_port) if ok else (-1, "", -1)
+
+    def answer(key: str) -> tuple[int, str, int, ErrorCode, str | None]:
+        routing = ctx.services.routing
+        if not ok or routing is None:
+            return (*here, error, message)
+        owner = routing.coordinator_of(key)  # cluster mode: the owner of the group's shard
+        if owner is None:
+            return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's shard is being failed over"
+        return owner.node_id, owner.host, owner.port, ErrorCode.NONE, None
+
     if ctx.version >= 4:
-        return FindCoordinatorResponse(
-            coordinators=tuple(
-                Coordinator(
-                    key=k, node_id=node, host=host, port=port, error_code=error, error_message=message
-                )
-                for k in req.coordinator_keys
+        coordinators = []
+        for k in req.coordinator_keys:
+            node, host, port, err, msg = answer(k)
+            coordinators.append(
+                Coordinator(key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg)
             )
-        )
-    return FindCoordinatorResponse(
-        error_code=error, error_message=message, node_id=node, host=host, port=port
-    )
+        return FindCoordinatorResponse(coordinators=tuple(coordinators))
+    node, host, port, err, msg = answer(req.key)
+    return FindCoordinatorResponse(error_code=err, error_message=msg, node_id=node, host=host, port=port)
 
 
 def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:

@@ -7,7 +7,7 @@ The membership mechanics these handlers share (member add/replace/remove, the re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 from dataclasses import replace
 
 from groupcoord.protocol.errors import ErrorCode
@@ -106,7 +106,7 @@ class GroupMetadataManager(ClassicMembership):
             fx = self.ctx.begin(now_ms)
             if ok or self.groups.get(g.group_id) is not g:
                 return fx
-            del self.groups[g.group_id]
+            self.groups.pop(g.group_id, None)
             self._on_group_dropped(g.group_id)
             for mid, m in list(g.members.items()):
                 self._cancel_hb(g, mid)
@@ -474,9 +474,11 @@ class GroupMetadataManager(ClassicMembership):
             return
         self.groups[record.group_id] = ClassicGroup.from_record_value(record.group_id, record.value)
 
-    def on_loaded(self) -> None:
-        """Arm session timers for loaded members; journal loaded Empty groups; rebalance over-capacity groups."""
-        for g in list(self.groups.values()):
+    def on_loaded(self, group_ids: Collection[str] | None = None) -> None:
+        """Arm session timers for loaded members; journal loaded Empty groups; rebalance over-capacity groups.
+        `group_ids`: only these (a shard taken over while other groups are being served)."""
+        groups = self.groups.values() if group_ids is None else (self.groups.get(gid) for gid in group_ids)
+        for g in [g for g in groups if g is not None]:
             if g.state == EMPTY:
                 self.ctx.event(g, "state_change", state_from=None, state_to=str(EMPTY), reason="loaded")
                 continue
@@ -524,10 +526,12 @@ class GroupMetadataManager(ClassicMembership):
             reason="reset_after_internal_error",
         )
 
-    def unload(self) -> None:
-        """Answer parked requests NOT_COORDINATOR, cancel timers, journal every group going Dead, drop them."""
+    def unload(self, group_ids: Collection[str] | None = None) -> None:
+        """Answer parked requests NOT_COORDINATOR, cancel timers, journal every group going Dead, drop them.
+        `group_ids`: only these (a shard this node stopped owning)."""
         err = int(E.NOT_COORDINATOR)
-        for g in list(self.groups.values()):
+        groups = self.groups.values() if group_ids is None else (self.groups.get(gid) for gid in group_ids)
+        for g in [g for g in groups if g is not None]:
             for mid, m in g.members.items():
                 self._answer_parked(m, err, mid, err)
                 self._cancel_hb(g, mid)
@@ -536,7 +540,7 @@ class GroupMetadataManager(ClassicMembership):
             self._cancel_join(g)
             self._cancel_sync(g)
             self._transition(g, DEAD, "unloaded")
-        self.groups.clear()
+            self.groups.pop(g.group_id, None)
 
 
 # ============================================================================================ helpers

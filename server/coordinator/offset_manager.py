@@ -8,7 +8,7 @@ live here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.consumer import CONSUMER
@@ -265,9 +265,16 @@ class OffsetMetadataManager:
         for gid in [gid for gid, offs in self.offsets.items() if not offs]:
             del self.offsets[gid]
 
-    def unload(self) -> None:
-        self.offsets.clear()
-        self.inflight.clear()
+    def unload(self, group_ids: Collection[str] | None = None) -> None:
+        """Forget every group's offsets, or only those of `group_ids` (a shard this node stopped owning)."""
+        if group_ids is None:
+            self.offsets.clear()
+            self.inflight.clear()
+            return
+        for gid in group_ids:
+            self.offsets.pop(gid, None)
+        for k in [k for k in self.inflight if k[0] in group_ids]:
+            del self.inflight[k]
 
 
 # ============================================================================================ helpers

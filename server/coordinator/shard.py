@@ -17,7 +17,7 @@ stored on the member and handed back in `Effects.replies` when the request compl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, OperationContext
@@ -172,17 +172,20 @@ class GroupCoordinatorShard:
         else:
             self.offset_manager.replay_offset(record)
 
-    def finish_load(self, now_ms: int) -> Effects:
-        """Arm session timers for loaded members; journal loaded Empty groups; rebalance over-capacity groups."""
+    def finish_load(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
+        """Arm session timers for loaded members; journal loaded Empty groups; rebalance over-capacity groups.
+        `group_ids`: only these were just replayed (a shard taken over in cluster mode); the others keep
+        their timers."""
         fx = self._ctx.begin(now_ms)
         self.offset_manager.on_loaded()
-        self.group_manager.on_loaded()
+        self.group_manager.on_loaded(group_ids)
         return fx
 
-    def unload(self, now_ms: int) -> Effects:
-        """Drop every group as Kafka does on resignation (spec §1.6, e.g. at shutdown): parked requests are
-        answered NOT_COORDINATOR, timers cancelled, groups go Dead (journalled, reason `unloaded`)."""
+    def unload(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
+        """Drop every group (or only `group_ids`: a shard this node lost) as Kafka does on resignation (spec
+        §1.6, e.g. at shutdown): parked requests are answered NOT_COORDINATOR, timers cancelled, groups go
+        Dead (journalled, reason `unloaded`)."""
         fx = self._ctx.begin(now_ms)
-        self.group_manager.unload()
-        self.offset_manager.unload()
+        self.group_manager.unload(group_ids)
+        self.offset_manager.unload(group_ids)
         return fx

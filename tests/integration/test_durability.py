@@ -16,6 +16,15 @@ pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
+@pytest.fixture(params=["disk", "postgres"])
+def durable_server(request: pytest.FixtureRequest, server_factory):  # type: ignore[no-untyped-def]
+    """The server on each durable store: SQLite (`disk`) and PostgreSQL (`--storage postgresql://…`, a fresh
+    database on the session's throw-away PostgreSQL). Topic data is in segment files either way."""
+    if request.param == "postgres":
+        return server_factory("--storage", request.getfixturevalue("pg_url"))
+    return server_factory()
+
+
 async def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 2, **kw) -> None:  # type: ignore[no-untyped-def]
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", **kw)
     await producer.start()
@@ -57,8 +66,8 @@ async def create(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
-async def test_acknowledged_records_and_commits_survive_a_restart(groupcoord_server, how: str) -> None:
-    srv = groupcoord_server
+async def test_acknowledged_records_and_commits_survive_a_restart(durable_server, how: str) -> None:
+    srv = durable_server
     await create(srv.bootstrap, "ledger", 2)
     values = [f"record-{i:04d}".encode() for i in range(300)]
     await produce(srv.bootstrap, "ledger", values)
@@ -77,8 +86,8 @@ async def test_acknowledged_records_and_commits_survive_a_restart(groupcoord_ser
     assert sorted(first + rest) == sorted(values)
 
 
-async def test_committed_offsets_survive_sigkill_and_are_fetched_back(groupcoord_server) -> None:
-    srv = groupcoord_server
+async def test_committed_offsets_survive_sigkill_and_are_fetched_back(durable_server) -> None:
+    srv = durable_server
     await create(srv.bootstrap, "marks", 3)
     c = AIOKafkaConsumer(
         "marks", bootstrap_servers=srv.bootstrap, group_id="marker", enable_auto_commit=False
@@ -103,9 +112,9 @@ async def test_committed_offsets_survive_sigkill_and_are_fetched_back(groupcoord
 
 
 async def test_a_torn_tail_on_disk_is_truncated_and_everything_acknowledged_is_served(
-    groupcoord_server,
+    durable_server,
 ) -> None:
-    srv = groupcoord_server
+    srv = durable_server
     await create(srv.bootstrap, "torn", 1)
     values = [f"v{i}".encode() for i in range(50)]
     await produce(srv.bootstrap, "torn", values, partitions=1)
@@ -122,9 +131,9 @@ async def test_a_torn_tail_on_disk_is_truncated_and_everything_acknowledged_is_s
     assert sorted(got) == sorted([*values, b"after"])
 
 
-async def test_a_consumer_group_keeps_running_across_a_server_restart(groupcoord_server) -> None:
+async def test_a_consumer_group_keeps_running_across_a_server_restart(durable_server) -> None:
     """A Stable group is reloaded Stable: its members reconnect and keep their generation."""
-    srv = groupcoord_server
+    srv = durable_server
     await create(srv.bootstrap, "steady", 2)
     c = AIOKafkaConsumer(
         "steady", bootstrap_servers=srv.bootstrap, group_id="steady-g", enable_auto_commit=False,

@@ -33,6 +33,7 @@ class ClusterOnly:
     config: ServerConfig
     api_versions_table: tuple[ApiVersion, ...]
     loading: bool = False
+    routing: None = None  # a single node
 
 
 def test_the_broker_satisfies_every_handler_services_subject() -> None:

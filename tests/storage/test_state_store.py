@@ -22,6 +22,7 @@ from groupcoord.server.coordinator.records import (
 )
 from groupcoord.server.storage import (
     MemoryStateStore,
+    PostgresStateStore,
     SqliteStateStore,
     StateStore,
     StorageError,
@@ -51,11 +52,17 @@ def offset(gid: str, topic: str, part: int, off: int) -> OffsetRecord:
     return OffsetRecord(gid, topic, part, OffsetValue(off, 3, "meta", 1_700_000_000_000, -1))
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+def make_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> StateStore:
+    if kind == "memory":
+        return MemoryStateStore()
+    if kind == "postgres":
+        return PostgresStateStore(request.getfixturevalue("pg_url"))
+    return SqliteStateStore(tmp_path / "state.db")
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
-    s: StateStore = (
-        MemoryStateStore() if request.param == "memory" else SqliteStateStore(tmp_path / "state.db")
-    )
+    s = make_store(request.param, tmp_path, request)
     await s.open()
     yield s
     await s.close()
@@ -79,8 +86,12 @@ async def test_tombstone_then_value_in_one_write(store: StateStore) -> None:
     assert await store.load() == [group("h"), offset("g", "t", 0, 2)]
 
 
-async def test_concurrent_writes_are_batched_into_few_transactions(tmp_path: Path) -> None:
-    s = SqliteStateStore(tmp_path / "state.db")
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_concurrent_writes_are_batched_into_few_transactions(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    s = make_store(kind, tmp_path, request)
+    assert isinstance(s, SqliteStateStore | PostgresStateStore)
     await s.open()
     n = 300
     await asyncio.gather(*(s.write([offset(f"g{i}", "t", p, i) for p in range(10)]) for i in range(n)))
@@ -106,18 +117,22 @@ async def test_durable_across_reopen_and_sqlite_settings(tmp_path: Path) -> None
     await s.close()
 
 
-async def test_write_after_close_raises(tmp_path: Path) -> None:
-    for s in (MemoryStateStore(), SqliteStateStore(tmp_path / "state.db")):
-        await s.open()
-        await s.close()
-        with pytest.raises(StorageError):
-            await s.write([group("g")])
-
-
-async def test_failed_transaction_raises_storage_error(tmp_path: Path) -> None:
-    s = SqliteStateStore(tmp_path / "state.db")
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_write_after_close_raises(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    s = make_store(kind, tmp_path, request)
     await s.open()
-    bad = OffsetRecord("g", "t", 0, OffsetValue(2**70, 0, "", 0, -1))  # does not fit an SQLite integer
+    await s.close()
+    with pytest.raises(StorageError):
+        await s.write([group("g")])
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_failed_transaction_raises_storage_error(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    s = make_store(kind, tmp_path, request)
+    await s.open()
+    bad = OffsetRecord("g", "t", 0, OffsetValue(2**70, 0, "", 0, -1))  # fits neither an SQLite nor a BIGINT
     results = await asyncio.gather(s.write([bad]), return_exceptions=True)
     assert isinstance(results[0], StorageError)
     await s.write([offset("g", "t", 1, 1)])  # the store keeps working
@@ -129,10 +144,11 @@ CHILD = textwrap.dedent(
     """
     import asyncio, sys
     from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
-    from groupcoord.server.storage import SqliteStateStore
+    from groupcoord.server.storage import PostgresStateStore, SqliteStateStore
 
     async def main():
-        s = SqliteStateStore(sys.argv[1])
+        where = sys.argv[1]
+        s = PostgresStateStore(where) if where.startswith("postgresql://") else SqliteStateStore(where)
         await s.open()
         recs = [OffsetRecord(f"g{w}", "t", p, OffsetValue(1000 + p, -1, "", 1, -1)) for w in range(20) for p in range(50)]
         await asyncio.gather(*(s.write(recs[i:i + 50]) for i in range(0, len(recs), 50)))
@@ -144,8 +160,11 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_crash_right_after_write_keeps_everything(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_crash_right_after_write_keeps_everything(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    path = request.getfixturevalue("pg_url") if kind == "postgres" else str(tmp_path / "state.db")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(path)], stdout=subprocess.PIPE, env=env, cwd=REPO
@@ -160,7 +179,7 @@ def test_crash_right_after_write_keeps_everything(tmp_path: Path) -> None:
     assert child.returncode == -signal.SIGKILL
 
     async def reload() -> list:
-        s = SqliteStateStore(path)
+        s = PostgresStateStore(path) if kind == "postgres" else SqliteStateStore(path)
         await s.open()
         try:
             return await s.load()

@@ -1,0 +1,120 @@
+"""The lease and discovery SQL of cluster mode; every expiry is judged by the database clock (`now()`).
+
+* `shard_lease(shard, owner, epoch, expires_at)`: a node owns a shard while `owner = it and expires_at >
+  now()`. Acquiring takes only a released or expired row and always bumps the epoch, so every ownership
+  period has its own epoch and a write fenced by an old one fails (storage/postgres.py `_FENCE`).
+  Renewing extends only rows still held at the epoch the node believes.
+* `nodes(node_id, host, port, last_seen)`: a node is live while `last_seen > now() - ttl`.
+
+Rows of one statement are locked by PostgreSQL (`FOR UPDATE SKIP LOCKED` for acquisition), so two nodes
+racing for a shard never both win it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    node_id: int
+    host: str
+    port: int
+
+
+async def prepare(conn: asyncpg.Connection, shards: int) -> None:
+    """Create the lease rows 0..shards-1 (idempotent; every node runs it at start)."""
+    await conn.execute(
+        "INSERT INTO shard_lease (shard) SELECT generate_series(0, $1::int - 1) ON CONFLICT DO NOTHING",
+        shards,
+    )
+    count = await conn.fetchval("SELECT count(*) FROM shard_lease")
+    if count != shards:
+        raise ValueError(
+            f"the cluster database has {count} shards but this node was started with {shards}"
+            " (--offsets-topic-num-partitions must be the same on every node, fixed at cluster creation)"
+        )
+
+
+async def heartbeat_node(conn: asyncpg.Connection, node: NodeInfo) -> None:
+    await conn.execute(
+        "INSERT INTO nodes (node_id, host, port, last_seen) VALUES ($1, $2, $3, now())"
+        " ON CONFLICT (node_id) DO UPDATE SET host = $2, port = $3, last_seen = now()",
+        node.node_id,
+        node.host,
+        node.port,
+    )
+
+
+async def live_nodes(conn: asyncpg.Connection, ttl_ms: int) -> list[NodeInfo]:
+    rows = await conn.fetch(
+        "SELECT node_id, host, port FROM nodes WHERE last_seen > now() - make_interval(secs => $1::float8 / 1000)"
+        " ORDER BY node_id",
+        ttl_ms,
+    )
+    return [NodeInfo(r[0], r[1], r[2]) for r in rows]
+
+
+async def renew(conn: asyncpg.Connection, node_id: int, held: dict[int, int], ttl_ms: int) -> dict[int, int]:
+    """Extend the leases still held at the believed epochs; returns those (shard -> epoch)."""
+    if not held:
+        return {}
+    rows = await conn.fetch(
+        "UPDATE shard_lease l SET expires_at = now() + make_interval(secs => $4::float8 / 1000)"
+        " FROM unnest($2::int[], $3::bigint[]) AS h(shard, epoch)"
+        " WHERE l.shard = h.shard AND l.epoch = h.epoch AND l.owner = $1 AND l.expires_at > now()"
+        " RETURNING l.shard, l.epoch",
+        node_id,
+        list(held),
+        list(held.values()),
+        ttl_ms,
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+async def acquire(conn: asyncpg.Connection, node_id: int, count: int, ttl_ms: int) -> dict[int, int]:
+    """Take up to `count` released or expired shards, bumping each one's epoch; returns shard -> epoch."""
+    if count <= 0:
+        return {}
+    rows = await conn.fetch(
+        "UPDATE shard_lease l SET owner = $1, epoch = l.epoch + 1,"
+        " expires_at = now() + make_interval(secs => $3::float8 / 1000)"
+        " WHERE l.shard IN (SELECT shard FROM shard_lease WHERE owner IS NULL OR expires_at <= now()"
+        "                   ORDER BY shard LIMIT $2 FOR UPDATE SKIP LOCKED)"
+        "   AND (l.owner IS NULL OR l.expires_at <= now())"
+        " RETURNING l.shard, l.epoch",
+        node_id,
+        count,
+        ttl_ms,
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+async def release(conn: asyncpg.Connection, node_id: int, held: dict[int, int]) -> None:
+    """Give shards back at once (planned handover): the next node to look takes them."""
+    if not held:
+        return
+    await conn.execute(
+        "UPDATE shard_lease l SET owner = NULL, expires_at = '-infinity'"
+        " FROM unnest($2::int[], $3::bigint[]) AS h(shard, epoch)"
+        " WHERE l.shard = h.shard AND l.epoch = h.epoch AND l.owner = $1",
+        node_id,
+        list(held),
+        list(held.values()),
+    )
+
+
+async def leave(conn: asyncpg.Connection, node_id: int) -> None:
+    """This node stops: it no longer counts as live."""
+    await conn.execute("UPDATE nodes SET last_seen = '-infinity' WHERE node_id = $1", node_id)
+
+
+async def owners(conn: asyncpg.Connection) -> dict[int, NodeInfo]:
+    """shard -> the node holding an unexpired lease on it (shards without one are absent)."""
+    rows = await conn.fetch(
+        "SELECT l.shard, n.node_id, n.host, n.port FROM shard_lease l JOIN nodes n ON n.node_id = l.owner"
+        " WHERE l.expires_at > now()"
+    )
+    return {r[0]: NodeInfo(r[1], r[2], r[3]) for r in rows}

@@ -1,0 +1,224 @@
+"""`ClusterNode`: this node's share of the shards — leases, takeover, self-fencing, routing answers.
+
+Every `tick` (ttl/10, 500 ms by default) one connection of the store's pool:
+
+1. marks this node live (`nodes.last_seen = now()`),
+2. renews the leases it holds at the epochs it believes; a shard whose renewal fails is dropped at once,
+3. counts the live nodes and aims at `ceil(shards / live)` shards: takes released or expired ones when it has
+   fewer (each taken shard is LOADING until its groups and offsets are replayed, members' session timers
+   re-armed at now + session timeout, so Stable groups stay Stable at the same generation), and releases its
+   highest-numbered ones when it has more (a planned handover: a node joining gets its share within a tick),
+4. refreshes the shard -> owner map FindCoordinator answers from.
+
+Self-fencing: a lease renewed by a statement sent at local time t expires no earlier than t + ttl on the
+database clock, so this node serves its shards only until t + 0.9 ttl by its own monotonic clock; past that
+(a database it cannot reach, a process paused by SIGSTOP) it drops every shard before answering anything
+else. Writes do not rely on this: each is fenced in the database by owner and epoch (storage/postgres.py).
+
+Stopping (SIGTERM) drops every shard (parked requests answered NOT_COORDINATOR), waits for in-flight writes,
+then releases the leases so another node takes over within one of its ticks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable, Iterable
+
+import asyncpg
+import structlog
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.cluster import leases
+from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.coordinator.shard import GroupCoordinatorShard
+from groupcoord.server.runtime import GroupRuntime
+from groupcoord.server.storage.postgres import PostgresStateStore
+from groupcoord.server.storage.shards import shard_of
+
+log = structlog.get_logger("groupcoord.cluster")
+
+#: the share of the lease this node trusts its own clock for (the rest absorbs clock-rate drift and latency)
+TRUST = 0.9
+
+
+class ClusterNode:
+    """Owns leases for this node; is the store's `WriteFence` and the handlers' `ShardRouting`."""
+
+    def __init__(
+        self,
+        *,
+        node: NodeInfo,
+        store: PostgresStateStore,
+        machine: GroupCoordinatorShard,
+        runtime: GroupRuntime,
+        shards: int,
+        lease_ttl_ms: int = 5000,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.node = node
+        self.node_id = node.node_id
+        self.store = store
+        self.machine = machine
+        self.runtime = runtime
+        self.shards = shards
+        self.ttl_ms = lease_ttl_ms
+        self.tick_s = lease_ttl_ms / 10_000
+        self.now_ms = now_ms
+        self.held: dict[int, int] = {}  # shard -> epoch, serving or loading
+        self.loading: set[int] = set()
+        self._owners: dict[int, NodeInfo] = {}
+        self._live: list[NodeInfo] = [node]
+        self._valid_until = 0.0  # loop.time() until which the held leases are trusted
+        self._task: asyncio.Task[None] | None = None
+        self._loads: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self.takeovers = 0  # shards loaded since start (tests, metrics)
+
+    # -- WriteFence (storage) and ShardRouting (handlers)
+
+    def _valid(self) -> bool:
+        return asyncio.get_running_loop().time() < self._valid_until
+
+    def epoch_of(self, shard: int) -> int | None:
+        return self.held.get(shard) if self._valid() else None
+
+    def group_status(self, group_id: str) -> ErrorCode:
+        """NONE: served here; COORDINATOR_LOAD_IN_PROGRESS: being taken over here; else NOT_COORDINATOR."""
+        shard = shard_of(group_id, self.shards)
+        if shard in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if shard in self.held and self._valid():
+            return ErrorCode.NONE
+        return ErrorCode.NOT_COORDINATOR
+
+    def coordinator_of(self, group_id: str) -> NodeInfo | None:
+        """The node owning the group's shard, or None while nobody does (being failed over)."""
+        shard = shard_of(group_id, self.shards)
+        if shard in self.held and self._valid():
+            return self.node
+        owner = self._owners.get(shard)
+        return None if owner is None or owner.node_id == self.node_id else owner
+
+    def live_nodes(self) -> list[NodeInfo]:
+        return list(self._live)
+
+    # -- life cycle
+
+    async def start(self) -> None:
+        async with self.store.pool.acquire() as conn:
+            await leases.prepare(conn, self.shards)
+        await self._tick_bounded()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-leases")
+        log.info("cluster node started", node=self.node_id, shards=len(self.held), live=len(self._live))
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(self.tick_s)
+            await self._tick_bounded()
+
+    async def _tick_bounded(self) -> None:
+        try:
+            await asyncio.wait_for(self._tick(), self.ttl_ms / 3000)
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            log.warning("lease tick failed", node=self.node_id, error=repr(e))
+        except Exception:
+            log.exception("lease tick failed", node=self.node_id)
+        if self.held and not self._valid():
+            log.error(
+                "leases not renewed in time: dropping every shard (self-fencing)", shards=sorted(self.held)
+            )
+            self._drop(set(self.held))
+
+    async def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with self.store.pool.acquire() as conn:
+            await leases.heartbeat_node(conn, self.node)
+            renewed = await leases.renew(conn, self.node_id, self.held, self.ttl_ms)
+            lost = set(self.held) - set(renewed)
+            if lost:
+                log.warning("leases lost", shards=sorted(lost))
+                self._drop(lost)
+            if renewed:
+                self._valid_until = started + TRUST * self.ttl_ms / 1000
+            self._live = await leases.live_nodes(conn, self.ttl_ms) or [self.node]
+            target = math.ceil(self.shards / max(1, len(self._live)))
+            if len(self.held) < target:
+                got = await leases.acquire(conn, self.node_id, target - len(self.held), self.ttl_ms)
+                if got:
+                    if not self.held:
+                        self._valid_until = started + TRUST * self.ttl_ms / 1000
+                    self._take(got)
+            elif len(self.held) > target and not self.loading:
+                extra = dict(sorted(self.held.items())[target:])
+                log.info("handing shards over to newer nodes", shards=sorted(extra))
+                self._drop(set(extra))
+                await self.runtime.quiesce()
+                await leases.release(conn, self.node_id, extra)
+            self._owners = await leases.owners(conn)
+
+    def _take(self, got: dict[int, int]) -> None:
+        self.held.update(got)
+        self.loading |= set(got)
+        task = asyncio.get_running_loop().create_task(self._load(set(got)), name="shard-load")
+        self._loads.add(task)
+        task.add_done_callback(self._loads.discard)
+
+    async def _load(self, shards: set[int]) -> None:
+        """Replay the shards' groups and offsets, re-arm session timers, then serve them."""
+        started = self.now_ms()
+        try:
+            records = await self.store.load_shards(sorted(shards))
+        except Exception as e:
+            log.error("shard load failed: giving the shards back", shards=sorted(shards), error=repr(e))
+            self.loading -= shards
+            back = {s: self.held.pop(s) for s in shards if s in self.held}
+            with contextlib.suppress(Exception):
+                async with self.store.pool.acquire() as conn:
+                    await leases.release(conn, self.node_id, back)
+            return
+        still = {s for s in shards if s in self.held}  # lost meanwhile: nothing to serve
+        records = [r for r in records if shard_of(r.group_id, self.shards) in still]
+        for rec in records:
+            self.machine.replay(rec)
+        group_ids = {r.group_id for r in records}
+        effects = self.machine.finish_load(self.now_ms(), group_ids)
+        if effects:
+            self.runtime.apply_unowned(effects)
+        self.loading -= shards
+        self.takeovers += len(still)
+        log.info("shards loaded", shards=sorted(still), groups=len(group_ids), ms=self.now_ms() - started)
+
+    def _drop(self, shards: Iterable[int]) -> None:
+        """Stop serving `shards` now: their groups are unloaded (parked requests get NOT_COORDINATOR)."""
+        shards = set(shards)
+        for s in shards:
+            self.held.pop(s, None)
+        self.loading -= shards
+        groups = [g for g in self.machine.group_ids() if shard_of(g, self.shards) in shards]
+        if groups:
+            effects = self.machine.unload(self.now_ms(), groups)
+            if effects:
+                self.runtime.apply_unowned(effects)
+
+    async def stop(self) -> None:
+        """Planned handover: drop everything, let writes finish, release the leases, leave."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for task in list(self._loads):
+            task.cancel()
+        held = dict(self.held)
+        self._drop(set(held))
+        await self.runtime.quiesce()
+        try:
+            async with self.store.pool.acquire() as conn:
+                await leases.release(conn, self.node_id, held)
+                await leases.leave(conn, self.node_id)
+        except Exception as e:
+            log.warning("releasing the leases failed; they expire by themselves", error=repr(e))
+        log.info("cluster node stopped: shards released", shards=len(held))

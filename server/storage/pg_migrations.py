@@ -1,0 +1,60 @@
+"""The PostgreSQL schema, as numbered migrations applied in order (see `PostgresStateStore.open`).
+
+One table per subject, so a new subject (transaction state, topic registry) is a new migration with its own
+table, never a change to an old one. `schema_migrations` records what has been applied; `open()` applies the
+rest inside one transaction holding an advisory lock, so several nodes starting at once apply each
+migration exactly once. A database with a version newer than this package knows is refused.
+"""
+
+from __future__ import annotations
+
+#: taken (transaction-scoped) while migrating; an arbitrary constant ("gc" + "mig")
+MIGRATION_LOCK = 0x6763_6D69_67
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE groups (
+            group_id TEXT PRIMARY KEY,
+            shard    INTEGER NOT NULL,
+            value    TEXT NOT NULL             -- JSON, bytes base64 (server/storage/sqlite.py encode_group)
+        );
+        CREATE INDEX groups_by_shard ON groups (shard);
+        CREATE TABLE offsets (
+            group_id         TEXT    NOT NULL,
+            topic            TEXT    NOT NULL,
+            partition        INTEGER NOT NULL,
+            shard            INTEGER NOT NULL,
+            committed_offset BIGINT  NOT NULL,
+            leader_epoch     INTEGER NOT NULL,
+            metadata         TEXT    NOT NULL,
+            commit_timestamp BIGINT  NOT NULL,
+            expire_timestamp BIGINT  NOT NULL,
+            PRIMARY KEY (group_id, topic, partition)
+        );
+        CREATE INDEX offsets_by_shard ON offsets (shard);
+        """,
+    ),
+    (
+        2,
+        """
+        -- cluster mode (server/cluster/): who owns each shard, judged by the database clock
+        CREATE TABLE shard_lease (
+            shard      INTEGER PRIMARY KEY,
+            owner      INTEGER,                -- node id; NULL: released
+            epoch      BIGINT  NOT NULL DEFAULT 0,
+            expires_at TIMESTAMPTZ NOT NULL DEFAULT '-infinity'
+        );
+        -- discovery: every node's advertised listener and when it last renewed
+        CREATE TABLE nodes (
+            node_id   INTEGER PRIMARY KEY,
+            host      TEXT NOT NULL,
+            port      INTEGER NOT NULL,
+            last_seen TIMESTAMPTZ NOT NULL
+        );
+        """,
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

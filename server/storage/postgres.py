@@ -1,0 +1,267 @@
+"""`PostgresStateStore`: coordinator state (group metadata, committed offsets) in PostgreSQL via asyncpg.
+
+`--storage postgresql://user@host:port/db` selects it. Why this shape:
+
+* Same contract and batching as `SqliteStateStore`: `write()` returns when the records are committed
+  (PostgreSQL's default `synchronous_commit=on`: the WAL is flushed first), so the runtime replies after the
+  state is durable. Calls made while a transaction is in flight are coalesced into the next one (group
+  commit) and collapsed to the last value per key; each subject is written with one `unnest` statement,
+  so a batch costs a handful of round trips whatever its size.
+* Only what the state machine emits is written: offsets on commit, the group when a generation completes,
+  static-member swaps and transitions to Empty/Dead. **Heartbeats never reach the store.**
+* Every row carries its group's shard (`shards.shard_of`) so a node taking a shard over loads it with an
+  indexed query (`load_shards`). In cluster mode a `WriteFence` is set: every write transaction first locks
+  the lease rows of the shards it touches (`FOR SHARE`) and proceeds only if this node still owns them at the
+  epoch it believes, the lease not expired by the database clock. A takeover's lease UPDATE therefore
+  either waits for an in-flight write (and then loads it) or makes it fail: a deposed owner cannot write.
+* The schema is versioned in `pg_migrations.py`, applied at `open()`.
+* A pool (asyncpg) keeps a connection for the writer and one for loads and lease work.
+
+Record encoding is shared with SQLite (`encode_group`): JSON text, readable with psql.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol
+
+import asyncpg
+
+from groupcoord.server.coordinator.records import (
+    GroupMetadataValue,
+    GroupRecord,
+    OffsetRecord,
+    OffsetValue,
+    Record,
+)
+from groupcoord.server.storage.base import StorageError
+from groupcoord.server.storage.pg_migrations import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from groupcoord.server.storage.shards import shard_of
+from groupcoord.server.storage.sqlite import decode_group, encode_group
+
+
+class FencedError(StorageError):
+    """The write touched a shard this node no longer owns (or owns at another epoch): nothing was written."""
+
+
+class WriteFence(Protocol):
+    """What the cluster room tells the store about the shards this node owns."""
+
+    node_id: int
+
+    def epoch_of(self, shard: int) -> int | None:
+        """The epoch this node holds `shard` at, or None when it does not serve it now."""
+
+
+_UPSERT_OFFSETS = """
+INSERT INTO offsets (group_id, topic, partition, shard, committed_offset, leader_epoch, metadata,
+                     commit_timestamp, expire_timestamp)
+SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::bigint[], $6::int[], $7::text[],
+                     $8::bigint[], $9::bigint[])
+ON CONFLICT (group_id, topic, partition) DO UPDATE SET
+    committed_offset = EXCLUDED.committed_offset, leader_epoch = EXCLUDED.leader_epoch,
+    metadata = EXCLUDED.metadata, commit_timestamp = EXCLUDED.commit_timestamp,
+    expire_timestamp = EXCLUDED.expire_timestamp
+"""
+_DELETE_OFFSETS = """
+DELETE FROM offsets o USING unnest($1::text[], $2::text[], $3::int[]) AS d(g, t, p)
+WHERE o.group_id = d.g AND o.topic = d.t AND o.partition = d.p
+"""
+_UPSERT_GROUPS = """
+INSERT INTO groups (group_id, shard, value) SELECT * FROM unnest($1::text[], $2::int[], $3::text[])
+ON CONFLICT (group_id) DO UPDATE SET value = EXCLUDED.value
+"""
+_DELETE_GROUPS = "DELETE FROM groups WHERE group_id = ANY($1::text[])"
+_FENCE = """
+SELECT l.shard FROM shard_lease l JOIN unnest($2::int[], $3::bigint[]) AS f(shard, epoch)
+  ON l.shard = f.shard AND l.epoch = f.epoch
+WHERE l.owner = $1 AND l.expires_at > now()
+FOR SHARE OF l
+"""
+
+
+class PostgresStateStore:
+    """StateStore on PostgreSQL; see the module docstring for durability, batching and fencing."""
+
+    synchronous = False
+
+    def __init__(self, url: str, *, shards: int = 50, pool_size: int = 4) -> None:
+        self.url = url
+        self.shards = shards
+        self.pool_size = pool_size
+        self.fence: WriteFence | None = None  # set by the cluster room in cluster mode
+        self._pool: asyncpg.Pool | None = None
+        self._pending: list[tuple[Sequence[Record], asyncio.Future[None]]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._closing = False
+        self.transactions = 0  # committed write transactions (tests and bench count batching with it)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The connection pool (the cluster room runs its lease queries on it)."""
+        if self._pool is None:
+            raise StorageError("store is not open")
+        return self._pool
+
+    async def open(self) -> None:
+        self._closing = False
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=1, max_size=self.pool_size, command_timeout=30
+            )
+            async with self._pool.acquire() as conn:
+                await migrate(conn)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            if self._pool is not None:
+                await self._pool.close()
+                self._pool = None
+            raise StorageError(f"cannot open {redact(self.url)}: {e}") from e
+
+    async def load(self) -> list[Record]:
+        return await self._load("", ())
+
+    async def load_shards(self, shards: Sequence[int]) -> list[Record]:
+        """The live records of `shards` only (a takeover): groups first, then offsets."""
+        return await self._load("WHERE shard = ANY($1::int[])", (list(shards),))
+
+    async def _load(self, where: str, args: tuple) -> list[Record]:
+        try:
+            async with self.pool.acquire() as conn:
+                groups = await conn.fetch(
+                    f"SELECT group_id, value FROM groups {where} ORDER BY group_id", *args
+                )
+                offsets = await conn.fetch(
+                    "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata,"
+                    f" commit_timestamp, expire_timestamp FROM offsets {where}"
+                    " ORDER BY group_id, topic, partition",
+                    *args,
+                )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"state load failed: {e}") from e
+        out: list[Record] = [GroupRecord(r[0], decode_group(r[1])) for r in groups]
+        out += [OffsetRecord(r[0], r[1], r[2], OffsetValue(r[3], r[4], r[5], r[6], r[7])) for r in offsets]
+        return out
+
+    async def write(self, records: Sequence[Record]) -> None:
+        if self._closing or self._pool is None:
+            raise StorageError("store is closed")
+        if not records:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((records, fut))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_loop(), name="state-pg-writer")
+        await fut
+
+    async def _write_loop(self) -> None:
+        """Drain the queue: everything queued while a transaction runs goes into the next one."""
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await self._commit([r for records, _ in batch for r in records])
+            except Exception as e:
+                err = e if isinstance(e, StorageError) else StorageError(f"state write failed: {e}")
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(err)
+            else:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_result(None)
+
+    async def _commit(self, records: list[Record]) -> None:
+        groups: dict[str, GroupMetadataValue | None] = {}
+        offsets: dict[tuple[str, str, int], OffsetValue | None] = {}
+        for r in records:  # latest value per key wins, as replay would
+            if isinstance(r, OffsetRecord):
+                offsets[(r.group_id, r.topic, r.partition)] = r.value
+            else:
+                groups[r.group_id] = r.value
+        shard = {g: shard_of(g, self.shards) for g in {*groups, *(k[0] for k in offsets)}}
+        fence = self._fence_args(set(shard.values()))
+        live = [(k, v) for k, v in offsets.items() if v is not None]
+        dead = [k for k, v in offsets.items() if v is None]
+        async with self.pool.acquire() as conn, conn.transaction():
+            if fence is not None:
+                owned = await conn.fetch(_FENCE, *fence)
+                if len(owned) != len(fence[1]):
+                    lost = sorted(set(fence[1]) - {r[0] for r in owned})
+                    raise FencedError(f"shards {lost} are no longer owned by node {fence[0]} at that epoch")
+            if live:
+                await conn.execute(
+                    _UPSERT_OFFSETS,
+                    [g for (g, _, _), _ in live],
+                    [t for (_, t, _), _ in live],
+                    [p for (_, _, p), _ in live],
+                    [shard[g] for (g, _, _), _ in live],
+                    [v.offset for _, v in live],
+                    [v.leader_epoch for _, v in live],
+                    [v.metadata for _, v in live],
+                    [v.commit_timestamp for _, v in live],
+                    [v.expire_timestamp for _, v in live],
+                )
+            if dead:
+                await conn.execute(
+                    _DELETE_OFFSETS, [k[0] for k in dead], [k[1] for k in dead], [k[2] for k in dead]
+                )
+            upserts = [(g, v) for g, v in groups.items() if v is not None]
+            if upserts:
+                await conn.execute(
+                    _UPSERT_GROUPS,
+                    [g for g, _ in upserts],
+                    [shard[g] for g, _ in upserts],
+                    [encode_group(v) for _, v in upserts],
+                )
+            deletes = [g for g, v in groups.items() if v is None]
+            if deletes:
+                await conn.execute(_DELETE_GROUPS, deletes)
+        self.transactions += 1
+
+    def _fence_args(self, shards: set[int]) -> tuple[int, list[int], list[int]] | None:
+        fence = self.fence
+        if fence is None:
+            return None
+        ordered = sorted(shards)
+        epochs = [fence.epoch_of(s) for s in ordered]
+        missing = [s for s, e in zip(ordered, epochs, strict=True) if e is None]
+        if missing:
+            raise FencedError(f"shards {missing} are not served by node {fence.node_id}")
+        return fence.node_id, ordered, [e for e in epochs if e is not None]
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._writer is not None:
+            await asyncio.shield(self._writer)
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+
+async def migrate(conn: asyncpg.Connection) -> int:
+    """Apply the migrations this database lacks (one transaction, advisory lock); returns the version."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        current = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        if current > SCHEMA_VERSION:
+            raise StorageError(
+                f"database schema version {current} is newer than this server's {SCHEMA_VERSION}"
+            )
+        for version, sql in MIGRATIONS:
+            if version > current:
+                await conn.execute(sql)
+                await conn.execute("INSERT INTO schema_migrations (version) VALUES ($1)", version)
+    return SCHEMA_VERSION
+
+
+def redact(url: str) -> str:
+    """`url` without a password (for logs and errors)."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not at or ":" not in creds:
+        return url
+    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"

@@ -1,0 +1,98 @@
+"""Three-node clusters on loopback ports sharing one throw-away PostgreSQL database."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+
+import asyncpg
+
+from groupcoord.protocol.codec import decode_response, encode_request
+from groupcoord.protocol.messages import offset_commit as oc
+from tests.conftest import ServerProcess
+
+
+def start_nodes(server_factory, url: str, count: int = 3, *extra: str) -> dict[int, ServerProcess]:  # type: ignore[no-untyped-def]
+    return {n: server_factory("--cluster", url, "--node-id", str(n), *extra) for n in range(1, count + 1)}
+
+
+async def lease_counts(url: str) -> dict[int, int]:
+    """node id -> shards it holds an unexpired lease on."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT owner, count(*) FROM shard_lease WHERE expires_at > now() GROUP BY owner"
+        )
+    finally:
+        await conn.close()
+    return {r[0]: r[1] for r in rows}
+
+
+async def wait_balanced(url: str, nodes: list[int], shards: int = 50, timeout: float = 30) -> dict[int, int]:
+    """Until every shard is held and each of `nodes` holds its share (no handover still to come)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = await lease_counts(url)
+        fair = -(-shards // len(nodes))  # nobody above its share: no more handovers pending
+        if sum(counts.values()) == shards and all(0 < counts.get(n, 0) <= fair for n in nodes):
+            return counts
+        if time.monotonic() > deadline:
+            raise AssertionError(f"leases not spread over {nodes} within {timeout}s: {counts}")
+        await asyncio.sleep(0.2)
+
+
+def raw_commit(sock: socket.socket, group: str, topic: str, offset: int, correlation: int) -> None:
+    """Send an OffsetCommit v2 of a simple group (no members: generation -1), partition 0; no read."""
+    body = oc.OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=(
+            oc.OffsetCommitRequestTopic(
+                name=topic,
+                partitions=(
+                    oc.OffsetCommitRequestPartition(
+                        partition_index=0, committed_offset=offset, committed_metadata=""
+                    ),
+                ),
+            ),
+        ),
+    )
+    sock.sendall(encode_request(8, 2, correlation, body))
+
+
+def read_commit_error(sock: socket.socket) -> int:
+    """The partition's error code of the next OffsetCommit v2 response on `sock`."""
+    size = struct.unpack(">i", _exactly(sock, 4))[0]
+    _, resp = decode_response(_exactly(sock, size), 8, 2)
+    return resp.topics[0].partitions[0].error_code
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+async def shard_owner(url: str, shard: int) -> int | None:
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetchval(
+            "SELECT owner FROM shard_lease WHERE shard = $1 AND expires_at > now()", shard
+        )
+    finally:
+        await conn.close()
+
+
+async def committed(url: str, group: str) -> int | None:
+    conn = await asyncpg.connect(url)
+    try:
+        return await conn.fetchval("SELECT committed_offset FROM offsets WHERE group_id = $1", group)
+    finally:
+        await conn.close()

@@ -1,0 +1,60 @@
+"""What clients see of a three-node cluster: every live node in Metadata, one owner per group everywhere,
+NOT_COORDINATOR from the others (raw wire requests, as Kafka's clients send them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
+from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+from groupcoord.protocol.messages.metadata import MetadataRequest
+from groupcoord.server.storage.shards import shard_of
+from tests.cluster.helpers import shard_owner, start_nodes, wait_balanced
+from tests.integration.helpers import RawClient, wait_for_sync
+
+pytestmark = [pytest.mark.integration]
+
+
+async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinator(
+    server_factory, pg_url: str
+) -> None:
+    nodes = start_nodes(server_factory, pg_url, 3)
+    await wait_balanced(pg_url, list(nodes))
+    groups = [f"routed-{i}" for i in range(6)]
+    owners = {g: await shard_owner(pg_url, shard_of(g, 50)) for g in groups}
+    for node_id, node in nodes.items():
+        c = RawClient(node.host, node.port)
+        try:
+            meta = c.request(3, 9, MetadataRequest(topics=()))
+            assert {(b.node_id, b.port) for b in meta.brokers} == {(n, s.port) for n, s in nodes.items()}
+            expected = {g: (ErrorCode.NONE, owners[g], nodes[owners[g]].port) for g in groups}
+
+            def answers(c: RawClient = c) -> dict:
+                found = c.request(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=tuple(groups)))
+                return {k.key: (k.error_code, k.node_id, k.port) for k in found.coordinators}
+
+            # each node's owner map is refreshed every lease tick (500 ms): until then a shard that just
+            # moved may be answered COORDINATOR_NOT_AVAILABLE, which clients retry
+            wait_for_sync(
+                lambda e=expected: answers() == e, 10, f"node {node_id} to name every group's owner"
+            )
+            old = c.request(10, 1, FindCoordinatorRequest(key=groups[0], key_type=0))
+            assert (old.error_code, old.node_id) == (ErrorCode.NONE, owners[groups[0]])
+            for g in groups:  # a member the coordinator does not know, or a coordinator that is not this one
+                hb = c.request(12, 4, HeartbeatRequest(group_id=g, generation_id=1, member_id="m"))
+                want = ErrorCode.UNKNOWN_MEMBER_ID if owners[g] == node_id else ErrorCode.NOT_COORDINATOR
+                assert hb.error_code == want, (g, node_id)
+        finally:
+            c.close()
+    # a node that stops (SIGTERM) leaves the others' Metadata by their next lease tick
+    nodes[3].stop()
+    c = RawClient(nodes[1].host, nodes[1].port)
+    try:
+        wait_for_sync(
+            lambda: {b.node_id for b in c.request(3, 9, MetadataRequest(topics=())).brokers} == {1, 2},
+            10,
+            "node 3 to leave node 1's Metadata",
+        )
+    finally:
+        c.close()
