@@ -254,10 +254,12 @@ class OffsetMetadataManager:
         """Write a tombstone for every committed offset of a group being deleted."""
         for topic, partition in self.offsets.get(group_id, {}):
             self.ctx.fx.record(OffsetRecord(group_id, topic, partition, None))
+        self.txn.tombstone_group(group_id)
 
     def remove_group(self, group_id: str) -> None:
-        """Forget a group's offsets (the group itself is gone)."""
+        """Forget a group's offsets, pending transactional ones included (the group itself is gone)."""
         self.offsets.pop(group_id, None)
+        self.txn.pending.pop(group_id, None)
 
     def replay_offset(self, record: OffsetRecord) -> None:
         """Apply one persisted offset record; offsets without a group record make a simple group."""

@@ -140,6 +140,13 @@ class TxnOffsets:
         fx.after_persist = after
         return fx
 
+    def tombstone_group(self, group_id: str) -> None:
+        """Tombstones for every pending offset of a group being deleted (spec: DeleteGroups of an Empty
+        group removes its pending transactional offsets too); a later marker then finds nothing."""
+        for pid, offsets in self.pending.get(group_id, {}).items():
+            for topic, partition in offsets:
+                self.ctx.fx.record(PendingOffsetRecord(group_id, pid, topic, partition, None))
+
     def replay(self, record: PendingOffsetRecord) -> None:
         by_pid = self.pending.setdefault(record.group_id, {})
         if record.value is None:
