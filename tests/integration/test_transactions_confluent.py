@@ -72,6 +72,7 @@ def test_confluent_exactly_once_loop_and_abort(groupcoord_server) -> None:
 
         producer.begin_transaction()
         producer.produce("ck-out", b"doomed", partition=0)
+        assert producer.flush(20) == 0  # written (librdkafka purges unsent messages on abort)
         producer.send_offsets_to_transaction(
             [TopicPartition("ck-in", 0, 42)], consumer.consumer_group_metadata(), 20
         )
