@@ -48,6 +48,7 @@ bench: setup
 	$(BIN)/python bench/compaction.py
 	$(BIN)/python bench/assignors.py
 	$(BIN)/python bench/abuse.py
+	$(BIN)/python bench/txn.py
 
 bench-report: setup
 	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000

@@ -10,11 +10,23 @@ import structlog
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
-from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records, routing
+from groupcoord.server.apis import (
+    cluster,
+    configs,
+    data,
+    groups,
+    loading,
+    meta,
+    offsets,
+    records,
+    routing,
+    txn,
+)
 from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
+from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
@@ -32,6 +44,7 @@ from groupcoord.server.storage.postgres import PostgresStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
 from groupcoord.server.topic_view import Topics
+from groupcoord.server.txn.service import TxnCoordinator
 
 if TYPE_CHECKING:
     from groupcoord.server.control import Control
@@ -65,6 +78,12 @@ HANDLERS = {
     ApiKey.OFFSET_DELETE: cluster.offset_delete,
     ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
     ApiKey.DELETE_RECORDS: records.delete_records,
+    ApiKey.ADD_PARTITIONS_TO_TXN: txn.add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: txn.add_offsets_to_txn,
+    ApiKey.END_TXN: txn.end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: txn.txn_offset_commit,
+    ApiKey.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: txn.list_transactions,
 }
 
 
@@ -94,6 +113,8 @@ class Broker:
         self.logs: LogManager | None = None
         #: topic and broker configs (server/configs)
         self.configs: ConfigManager | None = None
+        #: the transaction coordinator (server/txn)
+        self.txn: TxnCoordinator | None = None
         self.dispatcher = Dispatcher(self, HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
@@ -155,6 +176,15 @@ class Broker:
             self.clock = VirtualClock(wall_ms())
         self.machine = GroupCoordinatorShard(cfg.coordinator())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)
+        self.txn = TxnCoordinator(
+            self.store,
+            self.logs,
+            self._complete_group_txn,
+            self._allocate_producer_id,
+            self.clock.now_ms,
+            max_timeout_ms=cfg.transaction_max_timeout_ms,
+            cleanup_interval_ms=cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+        )
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
         if cfg.metrics_port:
             self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
@@ -207,12 +237,16 @@ class Broker:
         started = wall_ms()
         records = await self.store.load()
         for rec in records:
-            self.machine.replay(rec)
+            if isinstance(rec, TxnRecord):
+                self.txn.replay(rec)
+            else:
+                self.machine.replay(rec)
         effects = self.machine.finish_load(self.clock.now_ms())
         if effects:
             self.runtime.apply_unowned(effects)
         self.load_ms = wall_ms() - started
         self.loading = False
+        self.txn.start()
         self._schedule_cleanup()
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
@@ -241,6 +275,25 @@ class Broker:
     def routing(self) -> ClusterNode | None:
         """`ShardRouting` for handlers: None on a single node."""
         return self.cluster
+
+    async def _complete_group_txn(self, group_id: str, producer_id: int, commit: bool) -> bool:
+        """A transaction marker for one group: the machine makes the producer's pending offsets committed
+        (or drops them) through the group's mailbox; True once durable."""
+        assert self.runtime is not None and self.machine is not None
+        machine = self.machine
+        result = self.runtime.call_parked(
+            group_id,
+            lambda tok, now: machine.complete_transaction(group_id, producer_id, commit, tok, now),
+            lambda: False,
+        )
+        while isinstance(result, asyncio.Future):
+            result = await result
+        return bool(result)
+
+    async def _allocate_producer_id(self) -> int:
+        assert self.logs is not None
+        pid, _ = await self.logs.init_producer_id()
+        return pid
 
     @property
     def api_versions_table(self) -> tuple[ApiVersion, ...]:
@@ -293,6 +346,8 @@ class Broker:
         for conn in list(self.dispatcher.connections):
             if conn.transport is not None:
                 conn.transport.close()
+        if self.txn is not None:
+            await self.txn.close()
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()

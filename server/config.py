@@ -31,6 +31,8 @@ class ServerConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    transaction_max_timeout_ms: int = 900000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
     socket_request_max_bytes: int = 104857600
     connections_max_idle_ms: int = 600000
     request_frame_timeout_ms: int = 30000
@@ -141,6 +143,16 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "--offset-metadata-max-bytes",
         int,
         "longest metadata string allowed with a committed offset (default 4096)",
+    ),
+    (
+        "--transaction-max-timeout-ms",
+        int,
+        "largest transaction.timeout.ms a transactional producer may ask for (default 900000)",
+    ),
+    (
+        "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+        int,
+        "how often transactions past their timeout are aborted (default 10000)",
     ),
     (
         "--socket-request-max-bytes",

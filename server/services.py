@@ -2,7 +2,7 @@
 
 Handlers (`groupcoord.server.apis`) receive a `RequestContext` whose `services` is a `HandlerServices`: the
 group state machine and the runtime that runs its steps, the topic table and the log, topic and broker
-configs, the node's configuration and its ApiVersions table. `server.broker.Broker` satisfies it; handlers never see the Broker
+configs, the transaction coordinator, the node's configuration and its ApiVersions table. `server.broker.Broker` satisfies it; handlers never see the Broker
 itself, so the edge does not know the whole server and no import circle runs through `dispatch`, `network`,
 `broker` and `apis` (`tests/test_architecture.py` checks both).
 
@@ -25,6 +25,7 @@ from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.runtime import Failed, Step
 from groupcoord.server.topic_view import Topics
+from groupcoord.server.txn.service import TxnCoordinator
 
 #: reply token, now_ms -> effects: a step that may park its reply (JoinGroup, SyncGroup, OffsetCommit)
 ParkedStep = Callable[[asyncio.Future, int], Effects]
@@ -96,6 +97,15 @@ class ShardRouting(Protocol):
 
 
 @runtime_checkable
+class TxnServices(Protocol):
+    """The transaction coordinator (server/txn): InitProducerId with a transactional id, the txn APIs,
+    the verification of transactional Produce."""
+
+    @property
+    def txn(self) -> TxnCoordinator: ...
+
+
+@runtime_checkable
 class ClusterView(Protocol):
     """This node as clients see it: its configuration, its ApiVersions table, whether its state is loading,
     and in cluster mode the shard routing (None on a single node)."""
@@ -114,5 +124,5 @@ class ClusterView(Protocol):
 
 
 @runtime_checkable
-class HandlerServices(GroupServices, TopicServices, ConfigServices, ClusterView, Protocol):
+class HandlerServices(GroupServices, TopicServices, ConfigServices, TxnServices, ClusterView, Protocol):
     """Everything a handler may use: the subjects above, and nothing else of the server."""

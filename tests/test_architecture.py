@@ -45,6 +45,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "protocol",
     ),
     "server.topic_view": ("server.topic_view", "server.log"),
+    # the transaction coordinator: a pure state machine and a service over the store and the log
+    "server.txn": ("server.txn", "server.coordinator.records", "server.log", "server.storage", "protocol"),
     # the narrow interface handlers get instead of the Broker: only the layers below the handlers
     "server.services": (
         "server.services",
@@ -54,6 +56,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.log",
         "server.topic_view",
         "server.configs",
+        "server.txn",
         "protocol",
     ),
     "server.dispatch": ("server.dispatch", "server.services", "protocol"),
@@ -64,6 +67,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.coordinator",
         "server.log",
         "server.configs",
+        "server.txn",
         "protocol",
     ),
     "server.network": ("server.network", "server.dispatch", "protocol"),

@@ -3,13 +3,18 @@ CreatePartitions — enough for real consumers to consume and producers to produ
 `groupcoord.server.log`).
 
 Version notes:
-- Produce 3-9 (magic-2 record batches only). acks=0 gets no response at all, as in Kafka. Transactional
-  produce is refused (groupcoord has no transaction coordinator).
+- Produce 3-9 (magic-2 record batches only). acks=0 gets no response at all, as in Kafka. A transactional
+  produce (TransactionalId set) is verified against the transaction coordinator right before the append: the
+  partition must be in the producer's ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE (or
+  INVALID_PRODUCER_EPOCH for an older epoch); transactional batches without a TransactionalId are refused.
 - Fetch 4-12 by topic name (topic ids arrive with v13). No fetch sessions: we always answer session id 0, which
   tells clients to keep sending full fetch requests. Long-poll: wait up to max_wait_ms for min_bytes.
-  Without transactions the last stable offset is the high watermark and there are no aborted transactions.
-- ListOffsets 1-7: earliest (-2), latest (-1), max timestamp (-3, v7) and by timestamp.
-- InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id is refused.
+  IsolationLevel 1 (read_committed) reads up to the last stable offset and gets the aborted transactions of
+  the range read; 0 (read_uncommitted) reads up to the high watermark.
+- ListOffsets 1-7: earliest (-2), latest (-1; the last stable offset for read_committed, v2+), max timestamp
+  (-3, v7) and by timestamp.
+- InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id goes to the
+  transaction coordinator (epoch bump, fencing; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4).
 - OffsetForLeaderEpoch 0-4: one leader epoch (0) whose end offset is the log end.
 """
 
@@ -27,6 +32,7 @@ from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
 from groupcoord.server.apis.topic_rules import check_partition_assignments
+from groupcoord.server.log.batch import HEADER_SIZE, parse_header
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.manager import OffsetResult, ReadResult
 
@@ -35,7 +41,6 @@ if TYPE_CHECKING:
 
 EMPTY_PARTITION = ReadResult(ErrorCode.NONE, b"", 0, 0, 0)
 OUT_OF_RANGE = ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, b"", 0, 0, 0)
-NO_TRANSACTIONS = "groupcoord has no transaction coordinator: transactional producers are not supported"
 
 
 def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Any:
@@ -43,20 +48,17 @@ def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Any:
 
 
 async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceResponse | None:
-    logs = ctx.services.logs
     jobs: list[Any] = []
     for t in req.topic_data:
         for p in t.partition_data:
-            if req.transactional_id is not None:
-                jobs.append(_failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_TRANSACTIONS))
-            elif ctx.services.topics.is_internal(t.name):
+            if ctx.services.topics.is_internal(t.name):
                 jobs.append(
                     _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {t.name}")
                 )
             elif p.records is None:
                 jobs.append(_failed(ErrorCode.CORRUPT_MESSAGE, "null records"))
             else:
-                jobs.append(logs.append(t.name, p.index, p.records, req.acks))
+                jobs.append(_append(ctx, req.transactional_id, t.name, p.index, p.records, req.acks))
     results = await asyncio.gather(*jobs)
     if req.acks == 0:
         return None
@@ -72,6 +74,21 @@ async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceRes
             for t in req.topic_data
         )
     )
+
+
+async def _append(
+    ctx: RequestContext, tid: str | None, topic: str, partition: int, records: bytes, acks: int
+) -> Any:
+    """Verify a transactional batch with the coordinator, then append, with no `await` in between: the
+    transaction cannot end (markers written) between the check and the append."""
+    header = parse_header(records) if len(records) >= HEADER_SIZE else None
+    if header is not None and header.is_transactional:
+        if tid is None:
+            return await _failed(ErrorCode.INVALID_TXN_STATE, "a transactional batch needs a TransactionalId")
+        code = ctx.services.txn.verify(tid, header.producer_id, header.producer_epoch, topic, partition)
+        if code != ErrorCode.NONE:
+            return await _failed(code, f"{topic}-{partition} is not in the ongoing transaction of {tid!r}")
+    return await ctx.services.logs.append(topic, partition, records, acks)
 
 
 async def _failed(code: ErrorCode, message: str) -> Any:
@@ -111,7 +128,14 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
                 # __consumer_offsets has no log here (docs/differences.md): an empty partition
                 r = EMPTY_PARTITION if p.fetch_offset == 0 else OUT_OF_RANGE
             else:
-                r = logs.read(topic, p.partition, p.fetch_offset, max(limit, 0), min_one=total == 0)
+                r = logs.read(
+                    topic,
+                    p.partition,
+                    p.fetch_offset,
+                    max(limit, 0),
+                    min_one=total == 0,
+                    read_committed=req.isolation_level == 1,
+                )
             records = r.records
             total += len(records)
             budget -= len(records)
@@ -124,7 +148,7 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
                         high_watermark=r.high_watermark,
                         last_stable_offset=r.last_stable_offset,
                         log_start_offset=r.log_start_offset,
-                        aborted_transactions=() if req.isolation_level == 1 else None,
+                        aborted_transactions=_aborted(r.aborted) if req.isolation_level == 1 else None,
                         records=records,
                     ),
                 )
@@ -150,6 +174,10 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
     )
 
 
+def _aborted(aborted: tuple[tuple[int, int], ...] | None) -> tuple[fe.AbortedTransaction, ...]:
+    return tuple(fe.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted or ())
+
+
 def list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> Any:
     return asyncio.ensure_future(_list_offsets(ctx, req))
 
@@ -165,7 +193,8 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
             ):
                 r = OffsetResult(ErrorCode.NONE, 0, -1)  # an empty log: every offset query answers 0
             else:
-                r = await logs.list_offsets(t.name, p.partition_index, p.timestamp)
+                committed = ctx.version >= 2 and req.isolation_level == 1
+                r = await logs.list_offsets(t.name, p.partition_index, p.timestamp, read_committed=committed)
             parts.append(
                 lo.ListOffsetsPartitionResponse(
                     partition_index=p.partition_index,
@@ -181,10 +210,26 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
 
 def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
     if req.transactional_id is not None:
-        return ip.InitProducerIdResponse(
-            error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, producer_epoch=-1
-        )
+        if ctx.services.routing is not None:  # cluster mode coordinates no transactions (differences.md)
+            return ip.InitProducerIdResponse(error_code=ErrorCode.NOT_COORDINATOR, producer_epoch=-1)
+        if ctx.services.loading:
+            return ip.InitProducerIdResponse(
+                error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, producer_epoch=-1
+            )
+        return asyncio.ensure_future(_init_transactional(ctx, req))
     return asyncio.ensure_future(_init_producer_id(ctx))
+
+
+async def _init_transactional(
+    ctx: RequestContext, req: ip.InitProducerIdRequest
+) -> ip.InitProducerIdResponse:
+    assert req.transactional_id is not None
+    code, pid, epoch = await ctx.services.txn.init_producer_id(
+        req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch
+    )
+    if code == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    return ip.InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
 
 
 async def _init_producer_id(ctx: RequestContext) -> ip.InitProducerIdResponse:

@@ -212,16 +212,20 @@ def _metadata_response(
 
 def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
     cfg = ctx.services.config
-    if req.key_type == 0:
+    if req.key_type in (0, 1):  # groups and transactional ids: this node coordinates both
         error, message = ErrorCode.NONE, None
-    elif req.key_type in (1, 2):
-        kind = "transaction" if req.key_type == 1 else "share-group"
+    elif req.key_type == 2:
         error, message = (
             ErrorCode.INVALID_REQUEST,
-            f"groupcoord coordinates consumer groups only, not {kind} keys",
+            "groupcoord coordinates consumer groups and transactions, not share-group keys",
         )
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {req.key_type}"
+    if req.key_type == 1 and ctx.services.routing is not None:
+        error, message = (
+            ErrorCode.INVALID_REQUEST,
+            "transactions are not coordinated in cluster mode (--cluster); run a single node for exactly-once",
+        )
     ok = error == ErrorCode.NONE
     here = (cfg.node_id, cfg.public_host, cfg.public_port) if ok else (-1, "", -1)
 

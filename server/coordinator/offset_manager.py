@@ -16,6 +16,7 @@ from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, Operation
 from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.coordinator.txn_offsets import TxnOffsets
 from groupcoord.server.coordinator.types import (
     CommitPartition,
     Effects,
@@ -39,6 +40,8 @@ class OffsetMetadataManager:
         self.inflight: dict[
             tuple[str, str, int], int
         ] = {}  # unpersisted commits per partition (RequireStable)
+        #: transactional offsets waiting for their transaction's marker (also UNSTABLE with RequireStable)
+        self.txn = TxnOffsets(ctx, group_manager, self.offsets)
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return dict(self.offsets.get(group_id, {}))
@@ -159,7 +162,9 @@ class OffsetMetadataManager:
     def _fetched(
         self, gid: str, topic: str, partition: int, v: OffsetValue | None, require_stable: bool
     ) -> FetchedPartition:
-        if require_stable and (gid, topic, partition) in self.inflight:
+        if require_stable and (
+            (gid, topic, partition) in self.inflight or self.txn.is_pending(gid, topic, partition)
+        ):
             return FetchedPartition(partition, -1, -1, "", int(E.UNSTABLE_OFFSET_COMMIT))
         if v is None:
             return FetchedPartition(partition, -1, -1, "", NONE)
@@ -224,7 +229,11 @@ class OffsetMetadataManager:
         if base is not None:
             retention = self.ctx.config.offsets_retention_ms
             for (topic, partition), v in list(offsets.items()):
-                if topic in subscribed or (gid, topic, partition) in self.inflight:
+                if (
+                    topic in subscribed
+                    or (gid, topic, partition) in self.inflight
+                    or self.txn.is_pending(gid, topic, partition)
+                ):
                     continue
                 expired = (
                     now_ms >= v.expire_timestamp
@@ -239,16 +248,18 @@ class OffsetMetadataManager:
     # ====================================================================== deletion and loading
 
     def has_pending_commits(self, group_id: str) -> bool:
-        return any(k[0] == group_id for k in self.inflight)
+        return any(k[0] == group_id for k in self.inflight) or self.txn.has_pending(group_id)
 
     def tombstone_group_offsets(self, group_id: str) -> None:
         """Write a tombstone for every committed offset of a group being deleted."""
         for topic, partition in self.offsets.get(group_id, {}):
             self.ctx.fx.record(OffsetRecord(group_id, topic, partition, None))
+        self.txn.tombstone_group(group_id)
 
     def remove_group(self, group_id: str) -> None:
-        """Forget a group's offsets (the group itself is gone)."""
+        """Forget a group's offsets, pending transactional ones included (the group itself is gone)."""
         self.offsets.pop(group_id, None)
+        self.txn.pending.pop(group_id, None)
 
     def replay_offset(self, record: OffsetRecord) -> None:
         """Apply one persisted offset record; offsets without a group record make a simple group."""
@@ -264,9 +275,11 @@ class OffsetMetadataManager:
         """Drop the empty per-group maps that tombstones left behind during replay."""
         for gid in [gid for gid, offs in self.offsets.items() if not offs]:
             del self.offsets[gid]
+        self.txn.on_loaded()
 
     def unload(self, group_ids: Collection[str] | None = None) -> None:
         """Forget every group's offsets, or only those of `group_ids` (a shard this node stopped owning)."""
+        self.txn.unload(group_ids)
         if group_ids is None:
             self.offsets.clear()
             self.inflight.clear()

@@ -2,7 +2,8 @@
 
 They play the part of Kafka's `__consumer_offsets` records: the state machine emits them at Kafka's persist
 points, storage keeps the latest value per key, and on start the machine is rebuilt by replaying them
-(`GroupStateMachine.replay`). A record whose `value` is None is a tombstone: storage deletes the key.
+(`GroupStateMachine.replay`); `TxnRecord`s are the transaction coordinator's (`server/txn`), kept by the same
+store (Kafka's `__transaction_state`). A record whose `value` is None is a tombstone: storage deletes the key.
 """
 
 from __future__ import annotations
@@ -63,4 +64,50 @@ class OffsetRecord:
         return ("offset", self.group_id, self.topic, self.partition)
 
 
-Record = GroupRecord | OffsetRecord
+@dataclass(frozen=True, slots=True)
+class PendingOffsetRecord:
+    """A transactional offset (TxnOffsetCommit) of producer `producer_id`, not yet visible: it becomes an
+    `OffsetRecord` on the transaction's COMMIT marker and is dropped on ABORT (Kafka writes it to
+    `__consumer_offsets` with the producer id and replays it as pending until the marker)."""
+
+    group_id: str
+    producer_id: int
+    topic: str
+    partition: int
+    value: OffsetValue | None  # None: tombstone (the transaction ended)
+
+    @property
+    def key(self) -> tuple:
+        return ("pending", self.group_id, self.producer_id, self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class TxnValue:
+    """Kafka's `TransactionLogValue`: the transaction coordinator's durable state of one transactional id."""
+
+    producer_id: int
+    producer_epoch: int
+    last_producer_id: int  # -1: none (set when the epoch is fenced or exhausted, KIP-360)
+    last_producer_epoch: int
+    timeout_ms: int
+    state: (
+        str  # Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, PrepareEpochFence
+    )
+    partitions: tuple[tuple[str, int], ...]  # data partitions in the transaction
+    groups: tuple[str, ...]  # consumer groups whose offsets are in it (AddOffsetsToTxn)
+    start_ms: int  # when the transaction started (-1 when none runs)
+    update_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    transactional_id: str
+    value: TxnValue | None  # None: tombstone (expired transactional id)
+
+    @property
+    def key(self) -> tuple:
+        return ("txn", self.transactional_id)
+
+
+#: what the group state machine replays (the transaction coordinator replays `TxnRecord`s itself)
+Record = GroupRecord | OffsetRecord | PendingOffsetRecord | TxnRecord

@@ -24,7 +24,13 @@ from groupcoord.server.coordinator.context import NONE, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
-from groupcoord.server.coordinator.records import GroupRecord, OffsetValue, Record
+from groupcoord.server.coordinator.records import (
+    GroupRecord,
+    OffsetRecord,
+    OffsetValue,
+    PendingOffsetRecord,
+    Record,
+)
 from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
     DescribedGroup,
@@ -38,6 +44,7 @@ from groupcoord.server.coordinator.types import (
     OffsetFetchRequest,
     OffsetFetchResult,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 
 E = ErrorCode
@@ -114,6 +121,17 @@ class GroupCoordinatorShard:
     def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
         return self.offset_manager.commit_offsets(req, token, now_ms)
 
+    def txn_commit_offsets(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
+        """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`)."""
+        return self.offset_manager.txn.commit(req, token, now_ms)
+
+    def complete_transaction(
+        self, group_id: str, producer_id: int, commit: bool, token: Hashable, now_ms: int
+    ) -> Effects:
+        """The transaction marker for one group (Kafka's `replayEndTransactionMarker`); `token` gets True
+        once the outcome is durable."""
+        return self.offset_manager.txn.complete(group_id, producer_id, commit, token, now_ms)
+
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
         return self.offset_manager.fetch_offsets(req, now_ms)
 
@@ -169,8 +187,11 @@ class GroupCoordinatorShard:
         """Apply one persisted record (latest value per key, any order between keys)."""
         if isinstance(record, GroupRecord):
             self.group_manager.replay_group(record)
-        else:
+        elif isinstance(record, OffsetRecord):
             self.offset_manager.replay_offset(record)
+        elif isinstance(record, PendingOffsetRecord):
+            self.offset_manager.txn.replay(record)
+        # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
 
     def finish_load(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
         """Arm session timers for loaded members; journal loaded Empty groups; rebalance over-capacity groups.

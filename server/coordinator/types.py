@@ -123,6 +123,19 @@ class OffsetCommitRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit normalised: v0-v2 carry no member (generation -1, member "")."""
+
+    version: int
+    group_id: str
+    producer_id: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: tuple[tuple[str, tuple[CommitPartition, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class OffsetCommitResult:
     topics: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # (topic, ((partition, error), ...))
 

@@ -159,9 +159,9 @@ def validate_for_append(header: BatchHeader) -> None:
     """Checks Kafka's log validator makes on a produced v2 batch beyond the CRC.
 
     The record count must agree with the offset range (a producer never leaves gaps), clients may not
-    write control batches, and a batch with a producer id needs a sequence. Transactional batches are refused: this server has no transaction coordinator,
-    so nothing could ever commit or abort them (Kafka answers INVALID_TXN_STATE for a transactional write to
-    a partition not added to a transaction).
+    write control batches, and a batch with a producer id needs a sequence. Whether a transactional batch
+    belongs to an ongoing transaction is checked before the append by the transaction coordinator
+    (`server/txn`, KIP-890 verification).
     """
     if header.last_offset_delta < 0 or header.records_count <= 0:
         raise LogError(ErrorCode.INVALID_RECORD, "batch has no records or an invalid offset range")
@@ -169,12 +169,12 @@ def validate_for_append(header: BatchHeader) -> None:
         raise LogError(ErrorCode.INVALID_RECORD, "inconsistent batch offset range and record count")
     if header.is_control:
         raise LogError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+    if header.is_transactional and not header.has_producer_id:
+        raise LogError(ErrorCode.INVALID_RECORD, "a transactional batch needs a producer id")
     if header.has_producer_id and header.base_sequence < 0:
         raise LogError(
             ErrorCode.INVALID_RECORD, f"invalid sequence {header.base_sequence} with a producer id"
         )
-    if header.is_transactional:
-        raise LogError(ErrorCode.INVALID_TXN_STATE, "transactional produce is not supported")
 
 
 def split_batches(blob: bytes | bytearray | memoryview, *, verify_crc: bool = True) -> list[BatchHeader]:

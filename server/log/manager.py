@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import struct
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -73,8 +74,10 @@ class ReadResult(NamedTuple):
     error: ErrorCode
     records: bytes
     high_watermark: int
-    last_stable_offset: int  # == high watermark: no transactions
+    last_stable_offset: int  # first offset of the oldest open transaction, else the high watermark
     log_start_offset: int
+    #: read_committed only: (producer id, first offset) of aborted transactions in the range read
+    aborted: tuple[tuple[int, int], ...] | None = None
 
 
 class OffsetResult(NamedTuple):
@@ -178,7 +181,7 @@ class LogManager:
                 await asyncio.sleep(0.005)
         if self._flusher is not None:
             for p in self._logs.values():
-                p.pending_snapshot = p.producers.snapshot(p.next_offset)
+                p.pending_snapshot = p.state_snapshot()
                 self._flusher.mark_dirty(p)
             await self._flusher.stop()
         for p in self._logs.values():
@@ -398,20 +401,66 @@ class LogManager:
         return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
 
     def read(
-        self, topic: str, partition: int, offset: int, max_bytes: int, *, min_one: bool = True
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        read_committed: bool = False,
     ) -> ReadResult:
-        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`)."""
+        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`).
+
+        read_committed (Fetch isolation level 1) stops at the last stable offset and lists the aborted
+        transactions overlapping what was read, as Kafka's `LocalLog.read` with `FetchTxnCommitted`."""
         plog = self._logs.get((topic, partition))
         if plog is None:
             return ReadResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, b"", -1, -1, -1)
         hw = plog.high_watermark
+        lso = plog.last_stable_offset
         try:
-            data = plog.read(offset, max_bytes, min_one=min_one)
+            data = plog.read(offset, max_bytes, min_one=min_one, max_offset=lso if read_committed else None)
         except LogError as e:
-            return ReadResult(e.code, b"", hw, hw, plog.log_start_offset)
-        return ReadResult(ErrorCode.NONE, data, hw, hw, plog.log_start_offset)
+            return ReadResult(e.code, b"", hw, lso, plog.log_start_offset, () if read_committed else None)
+        aborted = None
+        if read_committed:
+            plog.txns.truncate_before(plog.log_start_offset)
+            end = offset + 1
+            if data:
+                end = max(end, _last_offset_of(data) + 1)
+            aborted = tuple((a.producer_id, a.first_offset) for a in plog.txns.aborted_in(offset, end))
+        return ReadResult(ErrorCode.NONE, data, hw, lso, plog.log_start_offset, aborted)
 
-    async def list_offsets(self, topic: str, partition: int, timestamp: int) -> OffsetResult:
+    async def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        """Append a transaction's COMMIT/ABORT marker to one partition and wait until it is durable (under
+        the "always" policy), as Kafka's WriteTxnMarkers appends with acks=all."""
+        plog = self._logs.get((topic, partition))
+        if plog is None or self._closed:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        try:
+            offset = plog.append_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+        except LogError as e:
+            log.error("%s-%d: cannot write a transaction marker: %s", topic, partition, e.message)
+            return e.code
+        self._wake(plog)
+        if self._flusher is not None:
+            self._flusher.mark_dirty(plog)
+            if self.policy.kind == "always":
+                return await self._flusher.wait_durable(plog, offset + 1)
+        return ErrorCode.NONE
+
+    async def list_offsets(
+        self, topic: str, partition: int, timestamp: int, read_committed: bool = False
+    ) -> OffsetResult:
         """ListOffsets: -2 earliest, -1 latest, -3 max timestamp, -4 earliest local, else by timestamp.
 
         Not found (no record at or after the timestamp) is offset -1, timestamp -1, as Kafka answers.
@@ -420,7 +469,8 @@ class LogManager:
         if plog is None:
             return OffsetResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
         if timestamp == LATEST_TIMESTAMP:
-            return OffsetResult(ErrorCode.NONE, plog.log_end_offset, -1)
+            end = plog.last_stable_offset if read_committed else plog.log_end_offset
+            return OffsetResult(ErrorCode.NONE, end, -1)
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return OffsetResult(ErrorCode.NONE, plog.log_start_offset, -1)
         if timestamp == MAX_TIMESTAMP:
@@ -497,3 +547,15 @@ class LogManager:
         """Fsync every dirty partition now."""
         if self._flusher is not None:
             await self._flusher.flush()
+
+
+def _last_offset_of(data: bytes) -> int:
+    """Last offset of the last whole batch in a read (baseOffset + lastOffsetDelta)."""
+    pos = last = 0
+    while pos + 27 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        if pos + 12 + length > len(data):
+            break
+        last = base + struct.unpack_from(">i", data, pos + 23)[0]
+        pos += 12 + length
+    return last

@@ -18,6 +18,7 @@ Recovery (`PartitionLog.open`) rules, also in docs/storage.md:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -46,6 +47,7 @@ from groupcoord.server.log.logstate import read_log_state, recover_swaps, write_
 from groupcoord.server.log.producer_state import ProducerStateManager
 from groupcoord.server.log.records import check_keys
 from groupcoord.server.log.segment import DiskFile, MemoryFile, Segment, segment_name, wall_ms
+from groupcoord.server.log.txn_state import PartitionTxnState, control_batch, control_type
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ class PartitionLog:
         self.bases: list[int] = []
         self.next_offset = 0
         self.producers = ProducerStateManager()
+        self.txns = PartitionTxnState()  # open transactions, LSO, aborted index (server/log/txn_state.py)
         self.corrupt_offset: int | None = None  # reads at/after it and all appends are refused
         self.offline_reason: str | None = None  # set on write/fsync failure: the partition refuses appends
         # flush bookkeeping (the manager's flusher drives these)
@@ -239,6 +242,7 @@ class PartitionLog:
         them become unknown, which Kafka also tolerates (any sequence is accepted from an unknown producer).
         """
         start = self.bases[max(0, len(self.bases) - RECOVERY_SCAN_SEGMENTS)]
+        txn_start = self.log_start_offset  # without a snapshot the transaction state replays the whole log
         if self.directory is not None:
             path = self.directory / PRODUCER_SNAPSHOT
             try:
@@ -246,6 +250,9 @@ class PartitionLog:
                 if self.log_start_offset <= snap["offset"] <= self.next_offset:
                     self.producers = ProducerStateManager.from_snapshot(snap)
                     start = snap["offset"]
+                    if "txn" in snap:
+                        self.txns = PartitionTxnState.from_snapshot(snap["txn"])
+                        txn_start = start
                 else:  # the log was truncated below it: delete it, or it could match a longer log later
                     log.warning(
                         "%s-%d: dropping producer snapshot beyond the log end", self.topic, self.partition
@@ -256,8 +263,26 @@ class PartitionLog:
             except (ValueError, KeyError, TypeError) as e:
                 log.warning("%s-%d: ignoring unreadable producer snapshot: %s", self.topic, self.partition, e)
                 path.unlink()
-        for h in self.iter_headers(start):
-            self.producers.update(h, h.base_offset)
+        for h in self.iter_headers(min(start, txn_start)):
+            if h.last_offset >= start:
+                self.producers.update(h, h.base_offset)
+            if h.last_offset >= txn_start and h.is_transactional:
+                self.txns.on_batch(h, self._marker_type(h) if h.is_control else -1)
+
+    def _marker_type(self, h: BatchHeader) -> int:
+        seg = self.segments[bisect_right(self.bases, h.base_offset) - 1]
+        return control_type(seg.data.pread(h.size, h.position))
+
+    def state_snapshot(self) -> dict:
+        """Producer (idempotence) and transaction state as of the log end, for `producer_state.json`."""
+        snap = self.producers.snapshot(self.next_offset)
+        snap["txn"] = self.txns.snapshot()
+        return snap
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: the first offset of the oldest open transaction, else the high watermark."""
+        return self.txns.last_stable_offset(self.high_watermark)
 
     # -- properties ------------------------------------------------------------------------------------
     @property
@@ -325,6 +350,25 @@ class PartitionLog:
         dup = self.producers.check(h)
         if dup is not None:
             return dup, True
+        return self._store(blob, h), False
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> int:
+        """Write a COMMIT/ABORT control batch for `producer_id` (the transaction coordinator's marker);
+        returns its offset. An epoch older than the producer's is INVALID_PRODUCER_EPOCH, as in Kafka."""
+        if self.offline_reason is not None or self.corrupt_offset is not None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
+        blob = control_batch(producer_id, producer_epoch, commit, coordinator_epoch)
+        h = parse_header(blob)
+        entry = self.producers.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise LogError(
+                ErrorCode.INVALID_PRODUCER_EPOCH, f"marker epoch {producer_epoch} is older than {entry.epoch}"
+            )
+        return self._store(blob, h)
+
+    def _store(self, blob: bytes | bytearray | memoryview, h: BatchHeader) -> int:
         base = self.next_offset
         seg = self.segments[-1]
         if seg.size > 0 and (
@@ -341,8 +385,11 @@ class PartitionLog:
             raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline_reason) from e
         self.next_offset = next_offset
         self.producers.update(h, base)
+        if h.is_transactional:
+            kind = control_type(memoryview(blob)[: h.size]) if h.is_control else -1
+            self.txns.on_batch(dataclasses.replace(h, base_offset=base), kind)
         self.dirty = True
-        return base, False
+        return base
 
     def roll(self) -> Segment:
         """Start a new segment at the log end; the old one is fsynced by the next flush."""
@@ -352,7 +399,7 @@ class PartitionLog:
             self.unsynced.append(old)
         seg = self._add_segment(self.next_offset)
         if self.directory is not None:
-            self.pending_snapshot = self.producers.snapshot(self.next_offset)
+            self.pending_snapshot = self.state_snapshot()
         return seg
 
     def _offline_message(self) -> str:
@@ -361,7 +408,9 @@ class PartitionLog:
         return f"{self.topic}-{self.partition} has a corrupt batch at offset {self.corrupt_offset}"
 
     # -- read ------------------------------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+    def read(
+        self, offset: int, max_bytes: int, *, min_one: bool = True, max_offset: int | None = None
+    ) -> bytes:
         """Whole batches starting with the one that contains `offset`, up to `max_bytes`.
 
         Kafka semantics: the first batch may start before `offset` (the consumer skips the records before
@@ -375,8 +424,10 @@ class PartitionLog:
                 f"offset {offset} not in [{self.log_start_offset}, {self.next_offset}]",
             )
         limit = self.corrupt_offset if self.corrupt_offset is not None else self.next_offset
+        if max_offset is not None:  # read_committed: stop at the last stable offset
+            limit = min(limit, max_offset)
         if offset >= limit:
-            if self.corrupt_offset is not None:
+            if self.corrupt_offset is not None and offset >= self.corrupt_offset:
                 raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
             return b""
         i = bisect_right(self.bases, offset) - 1

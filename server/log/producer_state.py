@@ -106,6 +106,10 @@ class ProducerStateManager:
         if not header.has_producer_id:
             return
         entry = self.producers.get(header.producer_id)
+        if header.is_control:  # a transaction marker: it may carry a bumped epoch, never a sequence
+            if entry is None or header.producer_epoch > entry.epoch:
+                self.producers[header.producer_id] = ProducerEntry(header.producer_id, header.producer_epoch)
+            return
         if entry is None or header.producer_epoch != entry.epoch:
             entry = ProducerEntry(header.producer_id, header.producer_epoch)
             self.producers[header.producer_id] = entry

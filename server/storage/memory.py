@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from groupcoord.server.coordinator.records import GroupRecord, OffsetRecord, Record
+from groupcoord.server.coordinator.records import (
+    GroupRecord,
+    OffsetRecord,
+    PendingOffsetRecord,
+    Record,
+    TxnRecord,
+)
 from groupcoord.server.storage.base import StorageError
 
 
@@ -30,8 +36,9 @@ class MemoryStateStore:
 
     async def load(self) -> list[Record]:
         groups = [r for r in self._rows.values() if isinstance(r, GroupRecord)]
-        offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord)]
-        return [*groups, *offsets]
+        offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord | PendingOffsetRecord)]
+        txns = [r for r in self._rows.values() if isinstance(r, TxnRecord)]
+        return [*groups, *offsets, *txns]
 
     def write_now(self, records: Sequence[Record]) -> None:
         if self._closed:

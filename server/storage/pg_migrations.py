@@ -55,6 +55,31 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        3,
+        """
+        -- transactions (server/txn/): offsets committed inside a producer's transaction, visible on its
+        -- COMMIT marker, dropped on ABORT (KIP-98/447); sharded like the group they belong to
+        CREATE TABLE pending_offsets (
+            group_id         TEXT    NOT NULL,
+            producer_id      BIGINT  NOT NULL,
+            topic            TEXT    NOT NULL,
+            partition        INTEGER NOT NULL,
+            shard            INTEGER NOT NULL,
+            committed_offset BIGINT  NOT NULL,
+            leader_epoch     INTEGER NOT NULL,
+            metadata         TEXT    NOT NULL,
+            commit_timestamp BIGINT  NOT NULL,
+            PRIMARY KEY (group_id, producer_id, topic, partition)
+        );
+        CREATE INDEX pending_offsets_by_shard ON pending_offsets (shard);
+        -- the transaction coordinator's state per transactional id (JSON, server/storage/sqlite.py encode_txn)
+        CREATE TABLE transactions (
+            transactional_id TEXT PRIMARY KEY,
+            value            TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

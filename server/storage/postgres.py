@@ -1,4 +1,5 @@
-"""`PostgresStateStore`: coordinator state (group metadata, committed offsets) in PostgreSQL via asyncpg.
+"""`PostgresStateStore`: coordinator state (group metadata, committed and pending transactional offsets,
+transaction state) in PostgreSQL via asyncpg.
 
 `--storage postgresql://user@host:port/db` selects it. Why this shape:
 
@@ -33,12 +34,15 @@ from groupcoord.server.coordinator.records import (
     GroupRecord,
     OffsetRecord,
     OffsetValue,
+    PendingOffsetRecord,
     Record,
+    TxnRecord,
+    TxnValue,
 )
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.pg_migrations import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from groupcoord.server.storage.shards import shard_of
-from groupcoord.server.storage.sqlite import decode_group, encode_group
+from groupcoord.server.storage.sqlite import decode_group, decode_txn, encode_group, encode_txn
 
 
 class FencedError(StorageError):
@@ -73,6 +77,24 @@ INSERT INTO groups (group_id, shard, value) SELECT * FROM unnest($1::text[], $2:
 ON CONFLICT (group_id) DO UPDATE SET value = EXCLUDED.value
 """
 _DELETE_GROUPS = "DELETE FROM groups WHERE group_id = ANY($1::text[])"
+_UPSERT_PENDING = """
+INSERT INTO pending_offsets (group_id, producer_id, topic, partition, shard, committed_offset, leader_epoch,
+                             metadata, commit_timestamp)
+SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::int[], $6::bigint[], $7::int[],
+                     $8::text[], $9::bigint[])
+ON CONFLICT (group_id, producer_id, topic, partition) DO UPDATE SET
+    committed_offset = EXCLUDED.committed_offset, leader_epoch = EXCLUDED.leader_epoch,
+    metadata = EXCLUDED.metadata, commit_timestamp = EXCLUDED.commit_timestamp
+"""
+_DELETE_PENDING = """
+DELETE FROM pending_offsets o USING unnest($1::text[], $2::bigint[], $3::text[], $4::int[]) AS d(g, i, t, p)
+WHERE o.group_id = d.g AND o.producer_id = d.i AND o.topic = d.t AND o.partition = d.p
+"""
+_UPSERT_TXNS = """
+INSERT INTO transactions (transactional_id, value) SELECT * FROM unnest($1::text[], $2::text[])
+ON CONFLICT (transactional_id) DO UPDATE SET value = EXCLUDED.value
+"""
+_DELETE_TXNS = "DELETE FROM transactions WHERE transactional_id = ANY($1::text[])"
 _FENCE = """
 SELECT l.shard FROM shard_lease l JOIN unnest($2::int[], $3::bigint[]) AS f(shard, epoch)
   ON l.shard = f.shard AND l.epoch = f.epoch
@@ -119,13 +141,14 @@ class PostgresStateStore:
             raise StorageError(f"cannot open {redact(self.url)}: {e}") from e
 
     async def load(self) -> list[Record]:
-        return await self._load("", ())
+        return await self._load("", (), with_transactions=True)
 
     async def load_shards(self, shards: Sequence[int]) -> list[Record]:
-        """The live records of `shards` only (a takeover): groups first, then offsets."""
-        return await self._load("WHERE shard = ANY($1::int[])", (list(shards),))
+        """The live records of `shards` only (a takeover): groups first, then offsets. Transaction state is
+        not sharded (cluster mode does not coordinate transactions, docs/differences.md)."""
+        return await self._load("WHERE shard = ANY($1::int[])", (list(shards),), with_transactions=False)
 
-    async def _load(self, where: str, args: tuple) -> list[Record]:
+    async def _load(self, where: str, args: tuple, *, with_transactions: bool) -> list[Record]:
         try:
             async with self.pool.acquire() as conn:
                 groups = await conn.fetch(
@@ -137,10 +160,28 @@ class PostgresStateStore:
                     " ORDER BY group_id, topic, partition",
                     *args,
                 )
+                pending = await conn.fetch(
+                    "SELECT group_id, producer_id, topic, partition, committed_offset, leader_epoch, metadata,"
+                    f" commit_timestamp FROM pending_offsets {where}"
+                    " ORDER BY group_id, producer_id, topic, partition",
+                    *args,
+                )
+                txns = (
+                    await conn.fetch(
+                        "SELECT transactional_id, value FROM transactions ORDER BY transactional_id"
+                    )
+                    if with_transactions
+                    else []
+                )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise StorageError(f"state load failed: {e}") from e
         out: list[Record] = [GroupRecord(r[0], decode_group(r[1])) for r in groups]
         out += [OffsetRecord(r[0], r[1], r[2], OffsetValue(r[3], r[4], r[5], r[6], r[7])) for r in offsets]
+        out += [
+            PendingOffsetRecord(r[0], r[1], r[2], r[3], OffsetValue(r[4], r[5], r[6], r[7], -1))
+            for r in pending
+        ]
+        out += [TxnRecord(r[0], decode_txn(r[1])) for r in txns]
         return out
 
     async def write(self, records: Sequence[Record]) -> None:
@@ -173,12 +214,20 @@ class PostgresStateStore:
     async def _commit(self, records: list[Record]) -> None:
         groups: dict[str, GroupMetadataValue | None] = {}
         offsets: dict[tuple[str, str, int], OffsetValue | None] = {}
+        pending: dict[tuple[str, int, str, int], OffsetValue | None] = {}
+        txns: dict[str, TxnValue | None] = {}
         for r in records:  # latest value per key wins, as replay would
             if isinstance(r, OffsetRecord):
                 offsets[(r.group_id, r.topic, r.partition)] = r.value
+            elif isinstance(r, PendingOffsetRecord):
+                pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
+            elif isinstance(r, TxnRecord):
+                txns[r.transactional_id] = r.value
             else:
                 groups[r.group_id] = r.value
-        shard = {g: shard_of(g, self.shards) for g in {*groups, *(k[0] for k in offsets)}}
+        shard = {
+            g: shard_of(g, self.shards) for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending)}
+        }
         fence = self._fence_args(set(shard.values()))
         live = [(k, v) for k, v in offsets.items() if v is not None]
         dead = [k for k, v in offsets.items() if v is None]
@@ -216,7 +265,46 @@ class PostgresStateStore:
             deletes = [g for g, v in groups.items() if v is None]
             if deletes:
                 await conn.execute(_DELETE_GROUPS, deletes)
+            if pending:
+                await self._write_pending(conn, pending, shard)
+            if txns:
+                live_txns = [(t, encode_txn(v)) for t, v in txns.items() if v is not None]
+                if live_txns:
+                    await conn.execute(_UPSERT_TXNS, [t for t, _ in live_txns], [v for _, v in live_txns])
+                dead_txns = [t for t, v in txns.items() if v is None]
+                if dead_txns:
+                    await conn.execute(_DELETE_TXNS, dead_txns)
         self.transactions += 1
+
+    @staticmethod
+    async def _write_pending(
+        conn: asyncpg.Connection,
+        pending: dict[tuple[str, int, str, int], OffsetValue | None],
+        shard: dict[str, int],
+    ) -> None:
+        live = [(k, v) for k, v in pending.items() if v is not None]
+        if live:
+            await conn.execute(
+                _UPSERT_PENDING,
+                [k[0] for k, _ in live],
+                [k[1] for k, _ in live],
+                [k[2] for k, _ in live],
+                [k[3] for k, _ in live],
+                [shard[k[0]] for k, _ in live],
+                [v.offset for _, v in live],
+                [v.leader_epoch for _, v in live],
+                [v.metadata for _, v in live],
+                [v.commit_timestamp for _, v in live],
+            )
+        dead = [k for k, v in pending.items() if v is None]
+        if dead:
+            await conn.execute(
+                _DELETE_PENDING,
+                [k[0] for k in dead],
+                [k[1] for k in dead],
+                [k[2] for k in dead],
+                [k[3] for k in dead],
+            )
 
     def _fence_args(self, shards: set[int]) -> tuple[int, list[int], list[int]] | None:
         fence = self.fence

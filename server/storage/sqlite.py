@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -31,7 +32,10 @@ from groupcoord.server.coordinator.records import (
     MemberMetadataValue,
     OffsetRecord,
     OffsetValue,
+    PendingOffsetRecord,
     Record,
+    TxnRecord,
+    TxnValue,
 )
 from groupcoord.server.storage.base import StorageError
 
@@ -52,7 +56,28 @@ CREATE TABLE IF NOT EXISTS offsets (
     expire_timestamp INTEGER NOT NULL,
     PRIMARY KEY (group_id, topic, partition)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_offsets (
+    group_id         TEXT    NOT NULL,
+    producer_id      INTEGER NOT NULL,
+    topic            TEXT    NOT NULL,
+    partition        INTEGER NOT NULL,
+    committed_offset INTEGER NOT NULL,
+    leader_epoch     INTEGER NOT NULL,
+    metadata         TEXT    NOT NULL,
+    commit_timestamp INTEGER NOT NULL,
+    PRIMARY KEY (group_id, producer_id, topic, partition)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS transactions (
+    transactional_id TEXT PRIMARY KEY,
+    value            TEXT NOT NULL
+) WITHOUT ROWID;
 """
+_UPSERT_PENDING = "INSERT OR REPLACE INTO pending_offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_DELETE_PENDING = (
+    "DELETE FROM pending_offsets WHERE group_id = ? AND producer_id = ? AND topic = ? AND partition = ?"
+)
+_UPSERT_TXN = "INSERT OR REPLACE INTO transactions VALUES (?, ?)"
+_DELETE_TXN = "DELETE FROM transactions WHERE transactional_id = ?"
 _UPSERT_OFFSET = "INSERT OR REPLACE INTO offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _DELETE_OFFSET = "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?"
 _UPSERT_GROUP = "INSERT OR REPLACE INTO groups VALUES (?, ?)"
@@ -109,6 +134,18 @@ def decode_group(text: str) -> GroupMetadataValue:
         current_state_timestamp=d["current_state_timestamp"],
         members=members,
     )
+
+
+def encode_txn(v: TxnValue) -> str:
+    """JSON, readable with the sqlite3 shell; field names as in `TxnValue`."""
+    return json.dumps(dataclasses.asdict(v), separators=(",", ":"))
+
+
+def decode_txn(text: str) -> TxnValue:
+    d = json.loads(text)
+    d["partitions"] = tuple((t, int(p)) for t, p in d["partitions"])
+    d["groups"] = tuple(d["groups"])
+    return TxnValue(**d)
 
 
 class SqliteStateStore:
@@ -171,6 +208,12 @@ class SqliteStateStore:
             "SELECT * FROM offsets ORDER BY group_id, topic, partition"
         ):
             out.append(OffsetRecord(gid, topic, part, OffsetValue(off, epoch, meta, cts, ets)))
+        for gid, pid, topic, part, off, epoch, meta, cts in self._conn.execute(
+            "SELECT * FROM pending_offsets ORDER BY group_id, producer_id, topic, partition"
+        ):
+            out.append(PendingOffsetRecord(gid, pid, topic, part, OffsetValue(off, epoch, meta, cts, -1)))
+        for tid, value in self._conn.execute("SELECT transactional_id, value FROM transactions"):
+            out.append(TxnRecord(tid, decode_txn(value)))
         return out
 
     async def write(self, records: Sequence[Record]) -> None:
@@ -204,9 +247,15 @@ class SqliteStateStore:
         assert self._conn is not None
         groups: dict[str, GroupMetadataValue | None] = {}
         offsets: dict[tuple[str, str, int], OffsetValue | None] = {}
+        pending: dict[tuple[str, int, str, int], OffsetValue | None] = {}
+        txns: dict[str, TxnValue | None] = {}
         for r in records:  # latest value per key wins, as replay would
             if isinstance(r, OffsetRecord):
                 offsets[(r.group_id, r.topic, r.partition)] = r.value
+            elif isinstance(r, PendingOffsetRecord):
+                pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
+            elif isinstance(r, TxnRecord):
+                txns[r.transactional_id] = r.value
             else:
                 groups[r.group_id] = r.value
         conn = self._conn
@@ -236,6 +285,19 @@ class SqliteStateStore:
                     _UPSERT_GROUP, [(g, encode_group(v)) for g, v in groups.items() if v is not None]
                 )
                 conn.executemany(_DELETE_GROUP, [(g,) for g, v in groups.items() if v is None])
+            if pending:
+                conn.executemany(
+                    _UPSERT_PENDING,
+                    [
+                        (*k, v.offset, v.leader_epoch, v.metadata, v.commit_timestamp)
+                        for k, v in pending.items()
+                        if v is not None
+                    ],
+                )
+                conn.executemany(_DELETE_PENDING, [k for k, v in pending.items() if v is None])
+            if txns:
+                conn.executemany(_UPSERT_TXN, [(t, encode_txn(v)) for t, v in txns.items() if v is not None])
+                conn.executemany(_DELETE_TXN, [(t,) for t, v in txns.items() if v is None])
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -41,6 +41,8 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
             )
             old = c.request(10, 1, FindCoordinatorRequest(key=groups[0], key_type=0))
             assert (old.error_code, old.node_id) == (ErrorCode.NONE, owners[groups[0]])
+            txn = c.request(10, 1, FindCoordinatorRequest(key="a-transactional-id", key_type=1))
+            assert txn.error_code == ErrorCode.INVALID_REQUEST  # cluster mode coordinates no transactions
             for g in groups:  # a member the coordinator does not know, or a coordinator that is not this one
                 hb = c.request(12, 4, HeartbeatRequest(group_id=g, generation_id=1, member_id="m"))
                 want = ErrorCode.UNKNOWN_MEMBER_ID if owners[g] == node_id else ErrorCode.NOT_COORDINATOR

@@ -258,3 +258,23 @@ def test_java_admin_configs_cluster_and_offset_delete(groupcoord_server, run_jav
     assert (deleted["ok"], deleted["result"]) == (True, ["java-cfg-1"])
     [unknown] = d.admin("delete_offsets_unknown_group")
     assert (unknown["ok"], unknown["error"]) == (False, "GroupIdNotFoundException")
+
+
+def test_java_exactly_once_loop_abort_and_zombie_fencing(groupcoord_server, run_java) -> None:
+    """The Java 4.x client's transactional producer with sendOffsetsToTransaction(groupMetadata): output and
+    offsets commit together, an aborted transaction is invisible to read_committed readers (visible to
+    read_uncommitted ones) and leaves the group's offset alone, and a second producer fences the first."""
+    d = run_java(
+        "TxnDriver", groupcoord_server.bootstrap, "java-eos-in", "java-eos-out", "java-eos-g", "java-eos"
+    )
+    d.finish(timeout=120)
+    assert d.of("consumed")[0]["count"] == 10
+    assert d.of("group_offset")[0]["offset"] == 10
+    [zombie] = d.of("zombie")
+    assert zombie["fenced"] and zombie["error"]["error"] in (
+        "ProducerFencedException",
+        "InvalidProducerEpochException",
+    ), zombie
+    reads = {e["isolation"]: e["values"] for e in d.of("read")}
+    assert reads["read_committed"] == [f"out{i}" for i in range(10)]
+    assert reads["read_uncommitted"] == [*reads["read_committed"], "doomed"]

@@ -67,11 +67,13 @@ def test_base_offset_rewrite_keeps_crc_valid() -> None:
     assert [o for o, _, _ in decode(bytes(blob))] == [1_000_000, 1_000_001, 1_000_002]
 
 
-def test_transactional_and_control_batches_are_refused() -> None:
+def test_transactional_batches_pass_and_control_batches_are_refused() -> None:
     (h,) = split_batches(make_batch(pid=1, epoch=0, seq=0, transactional=True))
+    validate_for_append(h)  # membership in a transaction is the coordinator's check (server/txn)
+    (h,) = split_batches(make_batch(transactional=True))
     with pytest.raises(LogError) as e:
         validate_for_append(h)
-    assert e.value.code == ErrorCode.INVALID_TXN_STATE
+    assert e.value.code == ErrorCode.INVALID_RECORD
     blob = bytearray(make_batch())
     blob[22] |= 0x20  # control bit; the CRC check is skipped to reach the validator
     (h,) = split_batches(blob, verify_crc=False)

@@ -22,7 +22,21 @@ _COMMENTS = re.compile(r"(?m)^\s*//.*$")
 def load_kafka_json(name: str) -> dict[str, Any]:
     """Kafka's JSON definition `name` (e.g. "JoinGroupRequest") as bundled with kafka-python."""
     text = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json").read_text()
-    return json.loads(_COMMENTS.sub("", text))
+    definition = json.loads(_COMMENTS.sub("", text))
+    common = {c["name"]: c["fields"] for c in definition.get("commonStructs", [])}
+    if common:
+        _inline_common(definition["fields"], common)
+    return definition
+
+
+def _inline_common(fields: list[dict[str, Any]], common: dict[str, list[dict[str, Any]]]) -> None:
+    """Give fields typed by a `commonStructs` entry (AddPartitionsToTxn) that struct's fields inline."""
+    for fd in fields:
+        name = fd["type"].removeprefix("[]")
+        if "fields" not in fd and name in common:
+            fd["fields"] = common[name]
+        if "fields" in fd:
+            _inline_common(fd["fields"], common)
 
 
 def _vset(text: str | None, within: set[int]) -> set[int]:

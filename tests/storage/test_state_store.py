@@ -19,6 +19,9 @@ from groupcoord.server.coordinator.records import (
     MemberMetadataValue,
     OffsetRecord,
     OffsetValue,
+    PendingOffsetRecord,
+    TxnRecord,
+    TxnValue,
 )
 from groupcoord.server.storage import (
     MemoryStateStore,
@@ -76,6 +79,35 @@ async def test_round_trip_latest_value_and_tombstones(store: StateStore) -> None
     loaded = await store.load()
     assert loaded == [group("g1", 2), offset("g1", "t", 0, 6), offset("g2", "u", 3, 1)]
     await store.write([])
+
+
+async def test_transaction_state_and_pending_offsets_round_trip(store: StateStore) -> None:
+    """What the transaction coordinator and TxnOffsetCommit persist (server/txn), in every store."""
+    pending = PendingOffsetRecord("g1", 4000, "t", 0, OffsetValue(42, 3, "m", 1_700_000_000_000, -1))
+    txn = TxnValue(
+        4000,
+        2,
+        -1,
+        -1,
+        60_000,
+        "Ongoing",
+        (("t", 0), ("u", 1)),
+        ("g1",),
+        1_700_000_000_000,
+        1_700_000_000_001,
+    )
+    await store.write(
+        [group("g1"), pending, PendingOffsetRecord("g1", 4000, "t", 1, pending.value), TxnRecord("tx", txn)]
+    )
+    await store.write(
+        [PendingOffsetRecord("g1", 4000, "t", 1, None), TxnRecord("gone", txn), TxnRecord("gone", None)]
+    )
+    loaded = await store.load()
+    assert pending in loaded and TxnRecord("tx", txn) in loaded
+    assert [r for r in loaded if isinstance(r, PendingOffsetRecord | TxnRecord)] == [
+        pending,
+        TxnRecord("tx", txn),
+    ]
 
 
 async def test_tombstone_then_value_in_one_write(store: StateStore) -> None:

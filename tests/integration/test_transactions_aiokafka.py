@@ -1,0 +1,161 @@
+"""Exactly-once with aiokafka's transactional producer against groupcoord: the consume-transform-produce loop
+with send_offsets_to_transaction, commit and abort, read_committed vs read_uncommitted consumers, RequireStable
+OffsetFetch while offsets are pending, zombie fencing, and the transaction timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError, ProducerFenced
+from aiokafka.structs import OffsetAndMetadata
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import offset_fetch as of
+from tests.integration.helpers import RawClient
+
+pytestmark = [pytest.mark.integration]
+logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+
+
+async def produce_plain(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await p.start()
+    try:
+        for v in values:
+            await p.send_and_wait(topic, v, partition=0)
+    finally:
+        await p.stop()
+
+
+async def read_all(bootstrap: str, topic: str, isolation: str, settle: float = 1.5) -> list[bytes]:
+    """Everything a fresh consumer with `isolation` reads from the start until nothing more arrives."""
+    c = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await c.start()
+    tp = TopicPartition(topic, 0)
+    c.assign([tp])
+    await c.seek_to_beginning(tp)
+    got: list[bytes] = []
+    quiet_until = time.monotonic() + settle
+    try:
+        while time.monotonic() < quiet_until:
+            batch = await c.getmany(timeout_ms=200)
+            for msgs in batch.values():
+                got += [m.value for m in msgs]
+                quiet_until = time.monotonic() + settle
+    finally:
+        await c.stop()
+    return got
+
+
+def fetch_stable(port: int, group: str, topic: str) -> tuple[int, int]:
+    """(offset, error) of partition 0 from OffsetFetch v7 with RequireStable."""
+    raw = RawClient("127.0.0.1", port)
+    try:
+        req = of.OffsetFetchRequest(
+            group_id=group,
+            topics=(of.OffsetFetchRequestTopic(name=topic, partition_indexes=(0,)),),
+            require_stable=True,
+        )
+        resp = raw.request(9, 7, req)
+        p = resp.topics[0].partitions[0]
+        return p.committed_offset, p.error_code
+    finally:
+        raw.close()
+
+
+async def test_exactly_once_loop_commits_output_and_offsets_together_and_abort_hides_both(
+    groupcoord_server,
+) -> None:
+    srv = groupcoord_server
+    await produce_plain(srv.bootstrap, "eos-in", [f"in-{i}".encode() for i in range(10)])
+    consumer = AIOKafkaConsumer(
+        "eos-in",
+        bootstrap_servers=srv.bootstrap,
+        group_id="eos",
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="eos-app")
+    await consumer.start()
+    await producer.start()
+    try:
+        got: list = []
+        while len(got) < 10:
+            for msgs in (await consumer.getmany(timeout_ms=500)).values():
+                got += msgs
+        tp = TopicPartition("eos-in", 0)
+        async with producer.transaction():  # the committed transaction
+            for m in got:
+                await producer.send_and_wait("eos-out", m.value.replace(b"in", b"out"), partition=0)
+            await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(got[-1].offset + 1, "")}, "eos")
+        assert fetch_stable(srv.port, "eos", "eos-in") == (10, 0)
+
+        await producer.begin_transaction()  # the aborted one
+        for i in range(5):
+            await producer.send_and_wait("eos-out", b"doomed-%d" % i, partition=0)
+        await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(99, "")}, "eos")
+        assert fetch_stable(srv.port, "eos", "eos-in")[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+        pending_view = await read_all(srv.bootstrap, "eos-out", "read_committed", settle=0.5)
+        assert pending_view == [f"out-{i}".encode() for i in range(10)]  # stops at the LSO
+        await producer.abort_transaction()
+        assert fetch_stable(srv.port, "eos", "eos-in") == (10, 0)
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    committed = await read_all(srv.bootstrap, "eos-out", "read_committed")
+    uncommitted = await read_all(srv.bootstrap, "eos-out", "read_uncommitted")
+    assert committed == [f"out-{i}".encode() for i in range(10)]
+    assert uncommitted == committed + [b"doomed-%d" % i for i in range(5)]
+
+
+async def test_second_producer_with_the_same_transactional_id_fences_the_zombie(groupcoord_server) -> None:
+    srv = groupcoord_server
+    zombie = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="fenced-app")
+    await zombie.start()
+    await zombie.begin_transaction()
+    await zombie.send_and_wait("fence-out", b"zombie", partition=0)
+    successor = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="fenced-app")
+    await successor.start()  # InitProducerId aborts the zombie's transaction and bumps the epoch
+    try:
+        async with successor.transaction():
+            await successor.send_and_wait("fence-out", b"successor", partition=0)
+        with pytest.raises((ProducerFenced, KafkaError)):
+            await zombie.send_and_wait("fence-out", b"zombie-again", partition=0)
+            await zombie.commit_transaction()
+    finally:
+        await successor.stop()
+        with pytest.raises(Exception):  # noqa: B017 - a fenced producer may fail to stop cleanly
+            await asyncio.wait_for(zombie.stop(), 5)
+            raise RuntimeError("stopped")
+    assert await read_all(srv.bootstrap, "fence-out", "read_committed") == [b"successor"]
+    assert await read_all(srv.bootstrap, "fence-out", "read_uncommitted") == [b"zombie", b"successor"]
+
+
+async def test_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(server_factory) -> None:
+    srv = server_factory("--transaction-abort-timed-out-transaction-cleanup-interval-ms", "200")
+    p = AIOKafkaProducer(
+        bootstrap_servers=srv.bootstrap, transactional_id="slow-app", transaction_timeout_ms=1000
+    )
+    await p.start()
+    try:
+        await p.begin_transaction()
+        await p.send_and_wait("slow-out", b"too-late", partition=0)
+        await asyncio.sleep(2.0)  # the coordinator aborts it (epoch bumped)
+        assert await read_all(srv.bootstrap, "slow-out", "read_committed", settle=0.5) == []
+        with pytest.raises(KafkaError):
+            await p.commit_transaction()
+    finally:
+        with pytest.raises(Exception):  # noqa: B017
+            await asyncio.wait_for(p.stop(), 5)
+            raise RuntimeError("stopped")
+    assert await read_all(srv.bootstrap, "slow-out", "read_uncommitted", settle=0.5) == [b"too-late"]
