@@ -79,20 +79,30 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     try:
         await broker.start()
     except OSError as exc:
-        print(f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr)
+        where = config.listeners or f"{config.host}:{config.port}"
+        print(f"groupcoord: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     where = "memory (not durable)" if config.storage == "memory" else str(config.data_dir.resolve())
-    print(
-        f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
-        f"{config.public_host}:{config.public_port}); data in {where}",
-        file=sys.stderr,
-        flush=True,
-    )
-    log.info("started", host=config.host, port=broker.port, data_dir=where)
+    for listener in broker.listeners:
+        print(
+            f"groupcoord listening on {listener.name} {listener.host or '*'}:{broker.bound_port(listener.name)} "
+            f"({listener.protocol}, node {config.node_id}, advertised as "
+            f"{listener.advertised_host}:{listener.advertised_port}); data in {where}",
+            file=sys.stderr,
+            flush=True,
+        )
+        log.info(
+            "started",
+            listener=listener.name,
+            protocol=listener.protocol,
+            host=listener.host,
+            port=broker.bound_port(listener.name),
+            data_dir=where,
+        )
     try:
         await broker.loaded  # type: ignore[misc]
     except Exception as exc:
