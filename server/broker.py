@@ -10,7 +10,7 @@ import structlog
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
-from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records
+from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records, sasl
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
@@ -25,6 +25,7 @@ from groupcoord.server.log.topics import TopicInfo
 from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
+from groupcoord.server.security import Security
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
@@ -63,6 +64,8 @@ HANDLERS = {
     ApiKey.OFFSET_DELETE: cluster.offset_delete,
     ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
     ApiKey.DELETE_RECORDS: records.delete_records,
+    ApiKey.SASL_HANDSHAKE: sasl.sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.sasl_authenticate,
 }
 
 
@@ -96,6 +99,8 @@ class Broker:
         self._cleanup: TimerService | None = None
         self.clock: Clock = WALL_CLOCK
         self._control: Control | None = None  # made on first use
+        #: TLS, SASL and credentials (server/security)
+        self.security = Security(config)
 
     async def start(self) -> None:
         cfg = self.config
@@ -151,6 +156,7 @@ class Broker:
             max_total=cfg.max_connections,
         )
         guard = self.guard = ConnectionGuard(limits, self.loop)
+        self.security.open()
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
         await self._listen(guard)
         self.loaded = self.loop.create_task(self._load())
@@ -167,10 +173,11 @@ class Broker:
         try:
             for i, listener in enumerate(configured):
                 server = await self.loop.create_server(  # type: ignore[union-attr]
-                    lambda i=i: Connection(self.dispatcher, guard, bound[i]),
+                    lambda i=i: Connection(self.dispatcher, guard, bound[i], self.security),
                     listener.host or None,
                     listener.port,
                     reuse_address=True,
+                    ssl=self.security.ssl_context(listener),
                 )
                 self._servers.append(server)
                 bound[i] = resolve_bound_port(listener, server.sockets[0].getsockname()[1])

@@ -58,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve_main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    from groupcoord.server.security import check_settings
+
+    problems = check_settings(config, config.listener_list())
+    if problems:
+        raise SystemExit("groupcoord: " + "; ".join(problems))
     from groupcoord.server.logging_setup import configure
 
     configure(config.log_format, config.log_level)

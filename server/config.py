@@ -25,6 +25,16 @@ class ServerConfig:
     listeners: str | None = None
     advertised_listeners: str | None = None
     listener_security_protocol_map: str | None = None
+    # security (server/security, docs/security.md): Kafka's names
+    ssl_keystore_location: str | None = None
+    ssl_keystore_type: str = "PEM"
+    ssl_key_password: str | None = None
+    ssl_truststore_location: str | None = None
+    ssl_truststore_type: str = "PEM"
+    ssl_client_auth: str = "none"
+    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    sasl_jaas_config: str | None = None
+    add_scram: str | None = None
     node_id: int = 0
     broker_rack: str | None = None
     cluster_id: str = "groupcoord-cluster"
@@ -143,6 +153,37 @@ _OPTIONS: list[tuple[str, object, str]] = [
         str,
         "Kafka's listener.security.protocol.map: NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or "
         "SASL_SSL (default PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL)",
+    ),
+    (
+        "--ssl-keystore-location",
+        str,
+        "PEM file with the server's private key and certificate chain, for SSL and SASL_SSL listeners",
+    ),
+    ("--ssl-keystore-type", str, "PEM (the only type groupcoord reads; default PEM)"),
+    ("--ssl-key-password", str, "password of the private key in --ssl-keystore-location, if it is encrypted"),
+    (
+        "--ssl-truststore-location",
+        str,
+        "PEM file of the CA certificates client certificates are checked against",
+    ),
+    ("--ssl-truststore-type", str, "PEM (the only type groupcoord reads; default PEM)"),
+    ("--ssl-client-auth", str, "required, requested or none (default): ask SSL clients for a certificate"),
+    (
+        "--sasl-enabled-mechanisms",
+        str,
+        "SASL mechanisms of SASL_* listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default all three)",
+    ),
+    (
+        "--sasl-jaas-config",
+        str,
+        "PLAIN users as Kafka's PlainLoginModule JAAS config: "
+        "'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"secret\";'",
+    ),
+    (
+        "--add-scram",
+        str,
+        "SCRAM users to create (or reset) at start, stored durably, kafka-storage's syntax: "
+        "'SCRAM-SHA-256=[name=alice,password=alice-secret]'; several separated by ';'",
     ),
     ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
     (
@@ -319,12 +360,7 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
 def _validate(cfg: ServerConfig) -> None:
     problems = []
     try:
-        for listener in cfg.listener_list():
-            if listener.protocol != "PLAINTEXT":
-                problems.append(
-                    f"listener {listener.name}: security protocol {listener.protocol} is not supported yet "
-                    "(only PLAINTEXT)"
-                )
+        cfg.listener_list()
     except ListenerError as exc:
         problems.append(str(exc))
     if cfg.storage not in ("disk", "memory"):

@@ -52,6 +52,7 @@ class Peer(Protocol):
     peer_host: str
     peer_port: int
     listener: Listener  # the listener the connection came in on
+    principal: str  # `User:name` once authenticated (SASL, client certificate), else `User:ANONYMOUS`
 
     @property
     def transport(self) -> asyncio.BaseTransport | None: ...
@@ -112,6 +113,7 @@ class RequestContext:
         "conn",
         "correlation_id",
         "listener",
+        "principal",
         "services",
         "version",
     )
@@ -134,6 +136,7 @@ class RequestContext:
         self.client_host = "/" + conn.peer_host if conn.peer_host else ""
         #: the listener the request came in on: Metadata and FindCoordinator answer with its advertised address
         self.listener = conn.listener
+        self.principal = conn.principal
 
 
 class RequestObserver:

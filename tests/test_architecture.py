@@ -50,6 +50,14 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     # Kafka's listener settings, parsed; pure (the broker binds the sockets)
     "server.listeners": ("server.listeners",),
+    # TLS, SASL, credentials (issue 18): below the broker, above dispatch and the protocol
+    "server.security": (
+        "server.security",
+        "server.config",
+        "server.listeners",
+        "server.dispatch",
+        "protocol",
+    ),
     "server.dispatch": ("server.dispatch", "server.services", "server.listeners", "protocol"),
     "server.apis": (
         "server.apis",

@@ -24,6 +24,7 @@ class FakeConn:
     peer_host = "127.0.0.1"
     peer_port = 5555
     listener = single_plaintext("127.0.0.1", 9092, None, None)
+    principal = "User:ANONYMOUS"
 
     def __init__(self) -> None:
         self.closed_because: str | None = None

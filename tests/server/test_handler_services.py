@@ -19,6 +19,7 @@ class FakeConn:
     peer_host = "127.0.0.1"
     peer_port = 5555
     listener = single_plaintext("127.0.0.1", 9092, None, None)
+    principal = "User:ANONYMOUS"
     transport = None
 
     def __init__(self) -> None:

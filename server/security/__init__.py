@@ -1,0 +1,133 @@
+"""Security (issue 18): TLS on SSL/SASL_SSL listeners, SASL PLAIN and SCRAM on SASL_* listeners, the
+durable credential store. `Security` is the one entry the broker wires: it builds each listener's TLS
+context, and on every new connection sets its principal (a client certificate's subject, or ANONYMOUS) and
+hands it a SASL gate when its listener needs one.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Protocol
+
+import structlog
+
+from groupcoord.server.config import ServerConfig
+from groupcoord.server.listeners import Listener
+from groupcoord.server.security.gate import SaslGate
+from groupcoord.server.security.plain import users_from_jaas
+from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from groupcoord.server.security.scram import ScramCredential, new_credential
+from groupcoord.server.security.store import SecurityStore
+from groupcoord.server.security.tls import TlsSettings, principal_from_peercert, server_context
+
+log = structlog.get_logger("groupcoord.security")
+
+ANONYMOUS = "User:ANONYMOUS"
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class SecuredPeer(Protocol):
+    listener: Listener
+    principal: str
+
+    def peer_certificate(self) -> dict | None: ...  # type: ignore[type-arg]
+
+
+def parse_add_scram(text: str) -> list[tuple[str, str, str, int]]:
+    """kafka-storage's `--add-scram` syntax: `SCRAM-SHA-256=[name=alice,password=alice-secret]`, several
+    separated by `;`; `iterations=8192` optional. -> (mechanism, user, password, iterations)."""
+    out = []
+    for raw in (p.strip() for p in text.split(";")):
+        if not raw:
+            continue
+        mech, sep, rest = raw.partition("=")
+        if not sep or mech not in SCRAM_MECHANISMS or not (rest.startswith("[") and rest.endswith("]")):
+            raise ValueError(f"--add-scram: {raw!r} is not SCRAM-SHA-256=[name=...,password=...]")
+        fields = dict(kv.partition("=")[::2] for kv in rest[1:-1].split(","))
+        if not fields.get("name") or not fields.get("password"):
+            raise ValueError(f"--add-scram: {raw!r} needs name= and password=")
+        out.append((mech, fields["name"], fields["password"], int(fields.get("iterations", 4096))))
+    return out
+
+
+class Security:
+    def __init__(self, cfg: ServerConfig) -> None:
+        self.config = cfg
+        memory = cfg.storage == "memory"
+        self.store = SecurityStore(None if memory else cfg.data_dir / "security.json")
+        self.mechanisms = tuple(m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip())
+        self.plain_users = users_from_jaas(cfg.sasl_jaas_config or "")
+        self._contexts: dict[str, ssl.SSLContext] = {}
+
+    def open(self) -> None:
+        """Read the stored credentials, add `--add-scram` users (durably), build the TLS contexts."""
+        self.store.load()
+        if self.config.add_scram:
+            for mech, user, password, iterations in parse_add_scram(self.config.add_scram):
+                self.store.set_credential(user, mech, new_credential(mech, password, iterations))
+            self.store.save()
+
+    def ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
+        if not listener.is_ssl:
+            return None
+        if listener.name not in self._contexts:
+            cfg = self.config
+            settings = TlsSettings(
+                cfg.ssl_keystore_location or "",
+                cfg.ssl_key_password,
+                cfg.ssl_truststore_location,
+                # as Kafka: the broker-wide ssl.client.auth applies to SSL listeners, not to SASL_SSL ones
+                cfg.ssl_client_auth if listener.protocol == "SSL" else "none",
+            )
+            self._contexts[listener.name] = server_context(settings)
+        return self._contexts[listener.name]
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.store.credential(user, mechanism)
+
+    def connection_made(self, conn: SecuredPeer) -> SaslGate | None:
+        """Principal from the client certificate (SSL listeners); a SASL gate on SASL listeners."""
+        conn.principal = ANONYMOUS
+        if conn.listener.protocol == "SSL":
+            principal = principal_from_peercert(conn.peer_certificate())
+            if principal is not None:
+                conn.principal = principal
+                log.info("TLS client certificate accepted", principal=principal, listener=conn.listener.name)
+        if conn.listener.is_sasl:
+            return SaslGate(self.mechanisms, self.plain_users, self.scram_credential)
+        return None
+
+
+def check_settings(cfg: ServerConfig, listeners: tuple[Listener, ...]) -> list[str]:
+    """What stops the server at start (Kafka's ConfigException), as messages."""
+    problems = []
+    mechanisms = [m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip()]
+    for m in mechanisms:
+        if m not in SUPPORTED_MECHANISMS:
+            problems.append(
+                f"--sasl-enabled-mechanisms: {m} is not supported (only {', '.join(SUPPORTED_MECHANISMS)})"
+            )
+    if any(listener.is_ssl for listener in listeners):
+        if not cfg.ssl_keystore_location:
+            problems.append(
+                "an SSL or SASL_SSL listener needs --ssl-keystore-location (PEM key and certificate)"
+            )
+        elif not Path(cfg.ssl_keystore_location).is_file():
+            problems.append(f"--ssl-keystore-location: no file {cfg.ssl_keystore_location}")
+    if cfg.ssl_keystore_type.upper() != "PEM" or cfg.ssl_truststore_type.upper() != "PEM":
+        problems.append("--ssl-keystore-type and --ssl-truststore-type: only PEM is supported")
+    if cfg.ssl_client_auth not in ("required", "requested", "none"):
+        problems.append("--ssl-client-auth must be required, requested or none")
+    if cfg.ssl_client_auth != "none" and not cfg.ssl_truststore_location and any(x.is_ssl for x in listeners):
+        problems.append(
+            "--ssl-client-auth required/requested needs --ssl-truststore-location (PEM CA certificates)"
+        )
+    if any(listener.is_sasl for listener in listeners) and not mechanisms:
+        problems.append("a SASL listener needs --sasl-enabled-mechanisms")
+    if cfg.add_scram:
+        try:
+            parse_add_scram(cfg.add_scram)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
