@@ -10,7 +10,19 @@ import structlog
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
-from groupcoord.server.apis import cluster, configs, data, groups, loading, meta, offsets, records, sasl
+from groupcoord.server.apis import (
+    acls,
+    authz,
+    cluster,
+    configs,
+    data,
+    groups,
+    loading,
+    meta,
+    offsets,
+    records,
+    sasl,
+)
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
@@ -66,6 +78,9 @@ HANDLERS = {
     ApiKey.DELETE_RECORDS: records.delete_records,
     ApiKey.SASL_HANDSHAKE: sasl.sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.sasl_authenticate,
+    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+    ApiKey.CREATE_ACLS: acls.create_acls,
+    ApiKey.DELETE_ACLS: acls.delete_acls,
 }
 
 
@@ -84,7 +99,10 @@ class Broker:
         self.logs: LogManager | None = None
         #: topic and broker configs (server/configs)
         self.configs: ConfigManager | None = None
-        self.dispatcher = Dispatcher(self, HANDLERS)
+        #: TLS, SASL, credentials and ACLs (server/security)
+        self.security = Security(config)
+        # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
+        self.dispatcher = Dispatcher(self, authz.guarded(HANDLERS) if self.security.enabled else HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
         self.loaded: asyncio.Future | None = None
@@ -99,8 +117,6 @@ class Broker:
         self._cleanup: TimerService | None = None
         self.clock: Clock = WALL_CLOCK
         self._control: Control | None = None  # made on first use
-        #: TLS, SASL and credentials (server/security)
-        self.security = Security(config)
 
     async def start(self) -> None:
         cfg = self.config
@@ -223,6 +239,11 @@ class Broker:
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
+
+    @property
+    def access(self) -> Security:
+        """The authorizer and ACL store (`HandlerServices.access`)."""
+        return self.security
 
     @property
     def api_versions_table(self) -> tuple[ApiVersion, ...]:

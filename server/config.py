@@ -35,6 +35,9 @@ class ServerConfig:
     sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
     sasl_jaas_config: str | None = None
     add_scram: str | None = None
+    authorizer_class_name: str | None = None
+    super_users: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
     node_id: int = 0
     broker_rack: str | None = None
     cluster_id: str = "groupcoord-cluster"
@@ -184,6 +187,22 @@ _OPTIONS: list[tuple[str, object, str]] = [
         str,
         "SCRAM users to create (or reset) at start, stored durably, kafka-storage's syntax: "
         "'SCRAM-SHA-256=[name=alice,password=alice-secret]'; several separated by ';'",
+    ),
+    (
+        "--authorizer-class-name",
+        str,
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on: deny unless an ACL allows "
+        "(default: none, everything allowed)",
+    ),
+    (
+        "--super-users",
+        str,
+        "principals every check allows, ';'-separated: 'User:admin;User:CN=ops' (default none)",
+    ),
+    (
+        "--allow-everyone-if-no-acl-found",
+        _bool,
+        "with the authorizer on, allow access to a resource no ACL names (default false)",
     ),
     ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
     (

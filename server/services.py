@@ -23,6 +23,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.runtime import Failed, Step
+from groupcoord.server.security.authorizer import AclBinding, AclFilter
 from groupcoord.server.topic_view import Topics
 
 #: reply token, now_ms -> effects: a step that may park its reply (JoinGroup, SyncGroup, OffsetCommit)
@@ -87,5 +88,33 @@ class ClusterView(Protocol):
 
 
 @runtime_checkable
-class HandlerServices(GroupServices, TopicServices, ConfigServices, ClusterView, Protocol):
+class AccessControl(Protocol):
+    """The authorizer and its ACLs (`server.security.Security`); with none configured, everything is allowed."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool: ...
+
+    def operations(self, principal: str, host: str, resource_type: int, name: str) -> int: ...
+
+    def is_super_user(self, principal: str) -> bool: ...
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]: ...
+
+    def describe_acls(self, flt: AclFilter) -> list[AclBinding]: ...
+
+    def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]: ...
+
+
+@runtime_checkable
+class AccessServices(Protocol):
+    """Who may do what (issue 18): the authorizer checks and the ACL store."""
+
+    @property
+    def access(self) -> AccessControl: ...
+
+
+@runtime_checkable
+class HandlerServices(GroupServices, TopicServices, ConfigServices, ClusterView, AccessServices, Protocol):
     """Everything a handler may use: the subjects above, and nothing else of the server."""

@@ -46,6 +46,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.log",
         "server.topic_view",
         "server.configs",
+        "server.security.authorizer",
         "protocol",
     ),
     # Kafka's listener settings, parsed; pure (the broker binds the sockets)
@@ -61,6 +62,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "server.dispatch": ("server.dispatch", "server.services", "server.listeners", "protocol"),
     "server.apis": (
         "server.apis",
+        "server.security.authorizer",
         "server.dispatch",
         "server.services",
         "server.coordinator",

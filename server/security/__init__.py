@@ -14,6 +14,7 @@ import structlog
 
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.listeners import Listener
+from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authorizer, binding_problem
 from groupcoord.server.security.gate import SaslGate
 from groupcoord.server.security.plain import users_from_jaas
 from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
@@ -24,6 +25,10 @@ from groupcoord.server.security.tls import TlsSettings, principal_from_peercert,
 log = structlog.get_logger("groupcoord.security")
 
 ANONYMOUS = "User:ANONYMOUS"
+AUTHORIZERS = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+)
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -59,10 +64,17 @@ class Security:
         self.mechanisms = tuple(m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip())
         self.plain_users = users_from_jaas(cfg.sasl_jaas_config or "")
         self._contexts: dict[str, ssl.SSLContext] = {}
+        #: Kafka's StandardAuthorizer when `--authorizer-class-name` names one; None: everything allowed
+        self.authorizer: Authorizer | None = None
+        if cfg.authorizer_class_name:
+            supers = frozenset(p.strip() for p in (cfg.super_users or "").split(";") if p.strip())
+            self.authorizer = Authorizer(supers, cfg.allow_everyone_if_no_acl_found)
 
     def open(self) -> None:
         """Read the stored credentials, add `--add-scram` users (durably), build the TLS contexts."""
         self.store.load()
+        if self.authorizer is not None:
+            self.authorizer.bindings = [AclBinding.from_json(row) for row in self.store.extra.get("acls", [])]
         if self.config.add_scram:
             for mech, user, password, iterations in parse_add_scram(self.config.add_scram):
                 self.store.set_credential(user, mech, new_credential(mech, password, iterations))
@@ -82,6 +94,52 @@ class Security:
             )
             self._contexts[listener.name] = server_context(settings)
         return self._contexts[listener.name]
+
+    # -- access control (server.services.AccessControl)
+
+    @property
+    def enabled(self) -> bool:
+        return self.authorizer is not None
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(principal, host, operation, resource_type, name)
+
+    def operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
+        assert self.authorizer is not None
+        return self.authorizer.operations(principal, host, resource_type, name)
+
+    def is_super_user(self, principal: str) -> bool:
+        return self.authorizer is None or principal in self.authorizer.super_users
+
+    def _save_acls(self) -> None:
+        assert self.authorizer is not None
+        self.store.extra["acls"] = [b.to_json() for b in self.authorizer.bindings]
+        self.store.save()
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        """Add the valid bindings (durably, before the answer); per binding None or why it was refused."""
+        assert self.authorizer is not None
+        results = [binding_problem(b) for b in bindings]
+        for b, problem in zip(bindings, results, strict=True):
+            if problem is None and b not in self.authorizer.bindings:
+                self.authorizer.bindings.append(b)
+        self._save_acls()
+        return results
+
+    def describe_acls(self, flt: AclFilter) -> list[AclBinding]:
+        assert self.authorizer is not None
+        return [b for b in self.authorizer.bindings if flt.matches(b)]
+
+    def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        assert self.authorizer is not None
+        out = [[b for b in self.authorizer.bindings if f.matches(b)] for f in filters]
+        gone = {b for matched in out for b in matched}
+        if gone:
+            self.authorizer.bindings = [b for b in self.authorizer.bindings if b not in gone]
+            self._save_acls()
+        return out
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.store.credential(user, mechanism)
@@ -125,6 +183,10 @@ def check_settings(cfg: ServerConfig, listeners: tuple[Listener, ...]) -> list[s
         )
     if any(listener.is_sasl for listener in listeners) and not mechanisms:
         problems.append("a SASL listener needs --sasl-enabled-mechanisms")
+    if cfg.authorizer_class_name and cfg.authorizer_class_name not in AUTHORIZERS:
+        problems.append(
+            f"--authorizer-class-name: {cfg.authorizer_class_name} is not one of {', '.join(AUTHORIZERS)}"
+        )
     if cfg.add_scram:
         try:
             parse_add_scram(cfg.add_scram)

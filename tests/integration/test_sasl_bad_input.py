@@ -4,9 +4,6 @@ with Kafka's error code (or a close) and the server keeps serving."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import struct
 
 import pytest
@@ -21,8 +18,10 @@ from tests.integration.security_fixture import (
     PLAIN_PASSWORD,
     PLAIN_USER,
     SCRAM_PASSWORD,
-    SCRAM_USER,
     SecureServer,
+    authenticate,
+    handshake,
+    scram_login,
     start_secure_server,
 )
 
@@ -35,38 +34,6 @@ def secure(tmp_path_factory):  # type: ignore[no-untyped-def]
     s = start_secure_server(tmp_path_factory.mktemp("sasl"))
     yield s
     s.srv.kill()
-
-
-def handshake(port: int, mechanism: str) -> RawClient:
-    c = RawClient("127.0.0.1", port)
-    resp = c.request(17, 1, SaslHandshakeRequest(mechanism=mechanism))
-    assert resp.error_code == 0 and mechanism in resp.mechanisms
-    return c
-
-
-def authenticate(c: RawClient, token: bytes):  # type: ignore[no-untyped-def]
-    return c.request(36, 2, SaslAuthenticateRequest(auth_bytes=token))
-
-
-def scram_client_final(server_first: bytes, client_first_bare: str, password: str) -> bytes:
-    """The client side of RFC 5802 for SCRAM-SHA-256, written out for the test."""
-    attrs = dict(kv.split("=", 1) for kv in server_first.decode().split(","))
-    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
-    client_key = hmac.new(salted, b"Client Key", "sha256").digest()
-    without_proof = f"c=biws,r={attrs['r']}"
-    auth = f"{client_first_bare},{server_first.decode()},{without_proof}".encode()
-    signature = hmac.new(hashlib.sha256(client_key).digest(), auth, "sha256").digest()
-    proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-    return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-
-
-def scram_login(port: int, password: str, nonce: str = "fyko+d2lbbFgONRv9qkxdawL"):  # type: ignore[no-untyped-def]
-    c = handshake(port, "SCRAM-SHA-256")
-    bare = f"n={SCRAM_USER},r={nonce}"
-    first = authenticate(c, f"n,,{bare}".encode())
-    assert first.error_code == 0
-    final = scram_client_final(first.auth_bytes, bare, password)
-    return c, final, authenticate(c, final)
 
 
 def test_a_request_before_authentication_closes_the_connection(secure: SecureServer) -> None:
