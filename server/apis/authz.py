@@ -334,6 +334,21 @@ def list_offsets(handler: Handler) -> Handler:
     return checked
 
 
+def describe_cluster(handler: Handler) -> Handler:
+    """Kafka checks nothing for DescribeCluster but fills in the cluster's authorized operations."""
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if not req.include_cluster_authorized_operations:
+            return handler(ctx, req)
+        ops = ctx.services.access.operations(ctx.principal, ctx.conn.peer_host, CLUSTER, CLUSTER_NAME)
+        return then(
+            handler(ctx, req),
+            lambda resp: _replace(resp, cluster_authorized_operations=ops) if resp.error_code == 0 else resp,
+        )
+
+    return checked
+
+
 def super_users_only(handler: Handler) -> Handler:
     def checked(ctx: RequestContext, req: Any) -> Any:
         if ctx.services.access.is_super_user(ctx.principal):
@@ -370,7 +385,7 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.API_VERSIONS: _open,
     ApiKey.SASL_HANDSHAKE: _open,
     ApiKey.SASL_AUTHENTICATE: _open,
-    ApiKey.DESCRIBE_CLUSTER: _open,  # Kafka checks nothing but the authorized-operations field
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.DESCRIBE_ACLS: _open,  # the ACL handlers check CLUSTER themselves (server/apis/acls.py)
     ApiKey.CREATE_ACLS: _open,
     ApiKey.DELETE_ACLS: _open,

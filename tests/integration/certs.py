@@ -22,7 +22,10 @@ def _run(*args: str) -> None:
 
 
 def _key(path: Path) -> None:
-    _run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(path))
+    """An EC key as unencrypted PKCS#8 (what Kafka's PEM keystores read, and Python's ssl too)."""
+    raw = path.with_suffix(".sec1")
+    _run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(raw))
+    _run("pkcs8", "-topk8", "-nocrypt", "-in", str(raw), "-out", str(path))
 
 
 def _signed(d: Path, name: str, subject: str, ext: str) -> tuple[Path, Path]:

@@ -163,3 +163,50 @@ def test_confluent_kafka_over_sasl_ssl_with_scram_sha_512(secure: SecureServer) 
         assert got.offset == 4
     finally:
         consumer.close()
+
+
+def java_join_commit(port: int, group: str, *settings: str) -> dict:  # type: ignore[type-arg]
+    from tests.integration import drivers
+
+    cp = drivers.java_classpath()
+    d = drivers.Driver(
+        ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "SecureConsumerDriver",
+         f"127.0.0.1:{port}", group, "secure", *settings]
+    )  # fmt: skip
+    try:
+        d.finish(90)
+    finally:
+        d.kill()
+    assert not d.of("error"), d.of("error")
+    (event,) = d.of("committed")
+    return event
+
+
+def test_java_client_over_sasl_ssl_with_scram_sha_512(secure: SecureServer) -> None:
+    event = java_join_commit(
+        secure.sasl_ssl,
+        "java-scram",
+        "security.protocol=SASL_SSL",
+        "sasl.mechanism=SCRAM-SHA-512",
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="{SCRAM_USER}" password="{SCRAM_PASSWORD}";',
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={secure.certs.ca}",
+    )
+    assert event["assigned"] == 2 and event["offset"] == 5
+
+
+def test_java_client_over_mtls(secure: SecureServer) -> None:
+    key = secure.certs.client_key.read_text().strip()
+    chain = secure.certs.client_cert.read_text().strip()
+    event = java_join_commit(
+        secure.mtls,
+        "java-mtls",
+        "security.protocol=SSL",
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={secure.certs.ca}",
+        "ssl.keystore.type=PEM",
+        f"ssl.keystore.key={key}",
+        f"ssl.keystore.certificate.chain={chain}",
+    )
+    assert event["assigned"] == 2 and event["offset"] == 5
