@@ -22,6 +22,7 @@ from groupcoord.server.apis import (
     offsets,
     records,
     sasl,
+    scram_credentials,
 )
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
@@ -81,6 +82,8 @@ HANDLERS = {
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,
     ApiKey.DELETE_ACLS: acls.delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
 }
 
 

@@ -106,6 +106,12 @@ class AccessControl(Protocol):
 
     def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]: ...
 
+    def scram_users(self) -> dict[str, dict[str, int]]: ...
+
+    def alter_scram(
+        self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, int, bytes, bytes]]
+    ) -> None: ...
+
 
 @runtime_checkable
 class AccessServices(Protocol):

@@ -389,6 +389,8 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.DESCRIBE_ACLS: _open,  # the ACL handlers check CLUSTER themselves (server/apis/acls.py)
     ApiKey.CREATE_ACLS: _open,
     ApiKey.DELETE_ACLS: _open,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _open,  # checks CLUSTER itself (server/apis/scram_credentials.py)
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _open,
     ApiKey.JOIN_GROUP: group_read(_group_error("join_group.JoinGroupResponse")),
     ApiKey.SYNC_GROUP: group_read(_group_error("sync_group.SyncGroupResponse")),
     ApiKey.HEARTBEAT: group_read(_group_error("heartbeat.HeartbeatResponse")),

@@ -18,7 +18,7 @@ from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authori
 from groupcoord.server.security.gate import SaslGate
 from groupcoord.server.security.plain import users_from_jaas
 from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
-from groupcoord.server.security.scram import ScramCredential, new_credential
+from groupcoord.server.security.scram import ScramCredential, credential_from_salted, new_credential
 from groupcoord.server.security.store import SecurityStore
 from groupcoord.server.security.tls import TlsSettings, principal_from_peercert, server_context
 
@@ -140,6 +140,21 @@ class Security:
             self.authorizer.bindings = [b for b in self.authorizer.bindings if b not in gone]
             self._save_acls()
         return out
+
+    def scram_users(self) -> dict[str, dict[str, int]]:
+        """user -> mechanism -> iterations (DescribeUserScramCredentials shows no more than that)."""
+        return {u: {m: c.iterations for m, c in mechs.items()} for u, mechs in self.store.scram.items()}
+
+    def alter_scram(
+        self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, int, bytes, bytes]]
+    ) -> None:
+        """Apply checked changes and store them before the answer (persist, then reply)."""
+        for user, mech in deletions:
+            self.store.delete_credential(user, mech)
+        for user, mech, iterations, salt, salted in upsertions:
+            self.store.set_credential(user, mech, credential_from_salted(mech, salted, salt, iterations))
+        if deletions or upsertions:
+            self.store.save()
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.store.credential(user, mechanism)

@@ -173,6 +173,40 @@ def test_anonymous_and_unprivileged_principals_cannot_manage_acls(secure: Secure
     )
 
 
+def test_scram_users_are_managed_with_the_admin_apis(secure: SecureServer) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(sasl(secure.sasl_plain, "admin", "admin-secret"))
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    for f in admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("dave", info, b"dave-pw")]
+    ).values():
+        f.result(15)
+    described = admin.describe_user_scram_credentials(["dave"])["dave"].result(15)
+    (cred,) = described.scram_credential_infos
+    assert (cred.mechanism, cred.iterations) == (ScramMechanism.SCRAM_SHA_256, 8192)
+    assert scram_login(secure.sasl_plain, "dave-pw", user="dave")[2].error_code == 0
+    # mallory may not: CLUSTER_AUTHORIZATION_FAILED
+    sneaky = AdminClient(sasl(secure.sasl_plain, "mallory", "mallory-secret"))
+    upsert = UserScramCredentialUpsertion("mallory", info, b"other")
+    with pytest.raises(KafkaException, match=r"CLUSTER_AUTHORIZATION_FAILED|[Aa]uthoriz"):
+        for f in sneaky.alter_user_scram_credentials([upsert]).values():
+            f.result(15)
+    assert scram_login(secure.sasl_plain, "mallory-secret", user="mallory")[2].error_code == 0
+    deletion = UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_256)
+    for f in admin.alter_user_scram_credentials([deletion]).values():
+        f.result(15)
+    with pytest.raises(AssertionError):  # dave no longer exists: the client-first is refused
+        scram_login(secure.sasl_plain, "dave-pw", user="dave")
+
+
 def test_acls_and_scram_users_survive_a_restart(secure: SecureServer) -> None:
     before = describe_acl_count(secure.sasl_plain)
     assert before == 3
