@@ -63,6 +63,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "server.apis": (
         "server.apis",
         "server.security.authorizer",
+        "server.security.scram",
         "server.dispatch",
         "server.services",
         "server.coordinator",
