@@ -210,3 +210,22 @@ def test_java_client_over_mtls(secure: SecureServer) -> None:
         f"ssl.keystore.certificate.chain={chain}",
     )
     assert event["assigned"] == 2 and event["offset"] == 5
+
+
+def test_a_client_without_a_certificate_is_refused_on_the_mtls_listener(secure: SecureServer) -> None:
+    import socket
+    import ssl
+
+    from groupcoord.protocol.codec import encode_request
+    from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
+
+    ctx = ssl.create_default_context(cafile=str(secure.certs.ca))
+    with (
+        socket.create_connection(("127.0.0.1", secure.mtls), timeout=10) as raw,
+        pytest.raises((ssl.SSLError, ConnectionError)),
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.sendall(encode_request(18, 0, 1, ApiVersionsRequest()))
+        if not tls.recv(4):  # TLS 1.3: the refusal may arrive after the handshake, as a close
+            raise ConnectionError("closed")
+    assert secure.srv.alive()
