@@ -11,6 +11,8 @@ import structlog
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
 from groupcoord.server.apis import (
+    acls,
+    authz,
     cluster,
     configs,
     data,
@@ -20,6 +22,8 @@ from groupcoord.server.apis import (
     offsets,
     records,
     routing,
+    sasl,
+    scram_credentials,
     txn,
 )
 from groupcoord.server.cluster.leases import NodeInfo
@@ -31,6 +35,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.listeners import Listener, resolve_bound_port
 from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
@@ -38,6 +43,7 @@ from groupcoord.server.log.topics import TopicInfo
 from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
+from groupcoord.server.security import Security
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.postgres import PostgresStateStore
@@ -84,6 +90,13 @@ HANDLERS = {
     ApiKey.TXN_OFFSET_COMMIT: txn.txn_offset_commit,
     ApiKey.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
     ApiKey.LIST_TRANSACTIONS: txn.list_transactions,
+    ApiKey.SASL_HANDSHAKE: sasl.sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.sasl_authenticate,
+    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+    ApiKey.CREATE_ACLS: acls.create_acls,
+    ApiKey.DELETE_ACLS: acls.delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
 }
 
 
@@ -115,7 +128,10 @@ class Broker:
         self.configs: ConfigManager | None = None
         #: the transaction coordinator (server/txn)
         self.txn: TxnCoordinator | None = None
-        self.dispatcher = Dispatcher(self, HANDLERS)
+        #: TLS, SASL, credentials and ACLs (server/security)
+        self.security = Security(config)
+        # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
+        self.dispatcher = Dispatcher(self, authz.guarded(HANDLERS) if self.security.enabled else HANDLERS)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
         self.loaded: asyncio.Future | None = None
@@ -123,7 +139,9 @@ class Broker:
         self.load_ms: int | None = None
         #: metrics and probes (`--metrics-port`); None when off
         self.ops: Ops | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        #: the listeners as bound (a port-0 listener advertises the port it got), in `--listeners` order
+        self.listeners: tuple[Listener, ...] = ()
         self.guard: ConnectionGuard | None = None
         self._cleanup: TimerService | None = None
         self.clock: Clock = WALL_CLOCK
@@ -199,18 +217,37 @@ class Broker:
             max_total=cfg.max_connections,
         )
         guard = self.guard = ConnectionGuard(limits, self.loop)
+        self.security.open()
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
-        self._server = await self.loop.create_server(
-            lambda: Connection(self.dispatcher, guard),
-            cfg.host,
-            cfg.port,
-            reuse_address=True,
-        )
+        await self._listen(guard)
         self.loaded = self.loop.create_task(self._join_cluster() if cfg.cluster else self._load())
         if cfg.control_port is not None:
             from groupcoord.server.control.http import serve_http
 
             await serve_http(self.controls(), cfg.control_host, cfg.control_port)
+
+    async def _listen(self, guard: ConnectionGuard) -> None:
+        """One server socket per listener; each connection knows its listener (advertised address, protocol)."""
+        configured = self.config.listener_list()
+        # filled in as each socket is bound: a port-0 listener's connections must advertise the bound port
+        bound = list(configured)
+        try:
+            for i, listener in enumerate(configured):
+                server = await self.loop.create_server(  # type: ignore[union-attr]
+                    lambda i=i: Connection(self.dispatcher, guard, bound[i], self.security),
+                    listener.host or None,
+                    listener.port,
+                    reuse_address=True,
+                    ssl=self.security.ssl_context(listener),
+                )
+                self._servers.append(server)
+                bound[i] = resolve_bound_port(listener, server.sockets[0].getsockname()[1])
+        except OSError:
+            for server in self._servers:
+                server.close()
+            self._servers = []
+            raise
+        self.listeners = tuple(bound)
 
     def controls(self) -> Control:
         """The test controls (virtual clock, faults, observation); inert until a test uses them."""
@@ -258,7 +295,7 @@ class Broker:
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
         self.cluster = ClusterNode(
-            node=NodeInfo(cfg.node_id, cfg.public_host, cfg.advertised_port or self.port),
+            node=NodeInfo(cfg.node_id, self.listeners[0].advertised_host, self.listeners[0].advertised_port),
             store=self.store,
             machine=self.machine,
             runtime=self.runtime,
@@ -296,14 +333,27 @@ class Broker:
         return pid
 
     @property
+    def access(self) -> Security:
+        """The authorizer and ACL store (`HandlerServices.access`)."""
+        return self.security
+
+    @property
     def api_versions_table(self) -> tuple[ApiVersion, ...]:
         """What ApiVersions answers: the range of every API with a handler (`HandlerServices`)."""
         return self.dispatcher.api_versions_table
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return self._server.sockets[0].getsockname()[1]
+        """The bound port of the first listener."""
+        assert self._servers
+        return self._servers[0].sockets[0].getsockname()[1]
+
+    def bound_port(self, name: str) -> int:
+        """The bound port of the listener called `name`."""
+        for listener, server in zip(self.listeners, self._servers, strict=True):
+            if listener.name == name:
+                return server.sockets[0].getsockname()[1]
+        raise KeyError(name)
 
     def _schedule_cleanup(self) -> None:
         assert self._cleanup is not None
@@ -328,8 +378,8 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop accepting, cancel parked requests, let writes finish, flush the journal and storage."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if self.ops is not None:
             await self.ops.close()
         if self.loaded is not None and not self.loaded.done():
@@ -351,9 +401,9 @@ class Broker:
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()
-        if self._server is not None:
+        for server in self._servers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+                await asyncio.wait_for(server.wait_closed(), 2)
         if self.journal is not None:
             await self.journal.close()
         if self.store is not None:

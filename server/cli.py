@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def serve_main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
+    from groupcoord.server.security import check_settings
+
+    problems = check_settings(config, config.listener_list())
+    if problems:
+        raise SystemExit("groupcoord: " + "; ".join(problems))
     from groupcoord.server.logging_setup import configure
 
     configure(config.log_format, config.log_level)
@@ -81,7 +86,8 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     try:
         await broker.start()
     except OSError as exc:
-        print(f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr)
+        where = config.listeners or f"{config.host}:{config.port}"
+        print(f"groupcoord: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
         return 1
     except StorageError as exc:
         print(f"groupcoord: cannot open the state store: {exc}", file=sys.stderr)
@@ -93,13 +99,22 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     where = "memory (not durable)" if config.storage == "memory" else str(config.data_dir.resolve())
     if config.storage.startswith(POSTGRES_SCHEMES):
         where += f" + {redact(config.storage)}"
-    print(
-        f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
-        f"{config.public_host}:{config.public_port}); data in {where}",
-        file=sys.stderr,
-        flush=True,
-    )
-    log.info("started", host=config.host, port=broker.port, data_dir=where)
+    for listener in broker.listeners:
+        print(
+            f"groupcoord listening on {listener.name} {listener.host or '*'}:{broker.bound_port(listener.name)} "
+            f"({listener.protocol}, node {config.node_id}, advertised as "
+            f"{listener.advertised_host}:{listener.advertised_port}); data in {where}",
+            file=sys.stderr,
+            flush=True,
+        )
+        log.info(
+            "started",
+            listener=listener.name,
+            protocol=listener.protocol,
+            host=listener.host,
+            port=broker.bound_port(listener.name),
+            data_dir=where,
+        )
     try:
         await broker.loaded  # type: ignore[misc]
     except Exception as exc:

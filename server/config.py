@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupcoord.server.coordinator.types import CoordinatorConfig
+from groupcoord.server.listeners import Listener, ListenerError, build_listeners, single_plaintext
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,23 @@ class ServerConfig:
     port: int = 9092
     advertised_host: str | None = None
     advertised_port: int | None = None
+    # Kafka's listeners settings; when `listeners` is set, host/port/advertised-* above are not used
+    listeners: str | None = None
+    advertised_listeners: str | None = None
+    listener_security_protocol_map: str | None = None
+    # security (server/security, docs/security.md): Kafka's names
+    ssl_keystore_location: str | None = None
+    ssl_keystore_type: str = "PEM"
+    ssl_key_password: str | None = None
+    ssl_truststore_location: str | None = None
+    ssl_truststore_type: str = "PEM"
+    ssl_client_auth: str = "none"
+    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    sasl_jaas_config: str | None = None
+    add_scram: str | None = None
+    authorizer_class_name: str | None = None
+    super_users: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
     node_id: int = 0
     broker_rack: str | None = None
     cluster_id: str = "groupcoord-cluster"
@@ -77,6 +95,17 @@ class ServerConfig:
     def public_port(self) -> int:
         return self.advertised_port or self.port
 
+    def listener_list(self) -> tuple[Listener, ...]:
+        """The listeners to open: `--listeners` (Kafka's format), or one PLAINTEXT listener from the old
+        `--host/--port` shorthand. Raises `ListenerError` for settings Kafka refuses."""
+        if self.listeners:
+            return build_listeners(
+                self.listeners, self.advertised_listeners, self.listener_security_protocol_map
+            )
+        if self.advertised_listeners:
+            raise ListenerError("advertised.listeners needs listeners")
+        return (single_plaintext(self.host, self.port, self.advertised_host, self.advertised_port),)
+
     def coordinator(self) -> CoordinatorConfig:
         return CoordinatorConfig(
             initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
@@ -113,6 +142,72 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ("--port", int, "port to listen on (default 9092)"),
     ("--advertised-host", str, "host clients are told to connect to (default: --host)"),
     ("--advertised-port", int, "port clients are told to connect to (default: --port)"),
+    (
+        "--listeners",
+        str,
+        "Kafka's listeners: NAME://host:port,... e.g. INTERNAL://0.0.0.0:9092,EXTERNAL://:19092 (an empty host "
+        "binds every interface); when set, --host/--port/--advertised-host/--advertised-port are not used "
+        "(default: one PLAINTEXT listener on --host:--port)",
+    ),
+    (
+        "--advertised-listeners",
+        str,
+        "Kafka's advertised.listeners: NAME://host:port per listener, the address Metadata, FindCoordinator and "
+        "DescribeCluster give clients that came in on that listener (default: the listener's own address)",
+    ),
+    (
+        "--listener-security-protocol-map",
+        str,
+        "Kafka's listener.security.protocol.map: NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or "
+        "SASL_SSL (default PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL)",
+    ),
+    (
+        "--ssl-keystore-location",
+        str,
+        "PEM file with the server's private key and certificate chain, for SSL and SASL_SSL listeners",
+    ),
+    ("--ssl-keystore-type", str, "PEM (the only type groupcoord reads; default PEM)"),
+    ("--ssl-key-password", str, "password of the private key in --ssl-keystore-location, if it is encrypted"),
+    (
+        "--ssl-truststore-location",
+        str,
+        "PEM file of the CA certificates client certificates are checked against",
+    ),
+    ("--ssl-truststore-type", str, "PEM (the only type groupcoord reads; default PEM)"),
+    ("--ssl-client-auth", str, "required, requested or none (default): ask SSL clients for a certificate"),
+    (
+        "--sasl-enabled-mechanisms",
+        str,
+        "SASL mechanisms of SASL_* listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (default all three)",
+    ),
+    (
+        "--sasl-jaas-config",
+        str,
+        "PLAIN users as Kafka's PlainLoginModule JAAS config: "
+        "'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"secret\";'",
+    ),
+    (
+        "--add-scram",
+        str,
+        "SCRAM users to create (or reset) at start, stored durably, kafka-storage's syntax: "
+        "'SCRAM-SHA-256=[name=alice,password=alice-secret]'; several separated by ';'",
+    ),
+    (
+        "--authorizer-class-name",
+        str,
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on: deny unless an ACL allows "
+        "(default: none, everything allowed)",
+    ),
+    (
+        "--super-users",
+        str,
+        "principals every check allows, ';'-separated: 'User:admin;User:CN=ops' (default none)",
+    ),
+    (
+        "--allow-everyone-if-no-acl-found",
+        _bool,
+        "with the authorizer on, allow access to a resource no ACL names (default false)",
+    ),
     ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
     (
         "--broker-rack",
@@ -318,6 +413,10 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 def _validate(cfg: ServerConfig) -> None:
     problems = []
+    try:
+        cfg.listener_list()
+    except ListenerError as exc:
+        problems.append(str(exc))
     if cfg.storage not in ("disk", "memory") and not cfg.storage.startswith(POSTGRES_SCHEMES):
         problems.append("--storage must be disk, memory or a postgresql:// URL")
     if cfg.cluster and not cfg.cluster.startswith(POSTGRES_SCHEMES):

@@ -23,12 +23,15 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
+from groupcoord.server.dispatch import PASS
+
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import Dispatcher
+    from groupcoord.server.listeners import Listener
 
 log = structlog.get_logger("groupcoord.network")
 
@@ -38,6 +41,21 @@ WRITE_LOW = 64 * 1024  # ... and the level it must drain to before resume_writin
 SLICE_FRAMES = 64  # at most this many requests handled per callback before yielding to the loop
 SLICE_BYTES = 256 * 1024  # ... or this many reply bytes
 SLICE_SECONDS = 0.001  # ... or this much time (one all-topics Metadata of 800 partitions takes ~4 ms)
+
+
+class Gate(Protocol):
+    """A connection's authentication (`server.security.gate.SaslGate`): until `authenticated`, every frame goes
+    to `receive`, which answers it, closes the connection, or returns `PASS` to let the dispatcher have it."""
+
+    authenticated: bool
+
+    def receive(self, conn: Connection, frame: bytes) -> object: ...
+
+
+class ConnectionSecurity(Protocol):
+    """`server.security.Security`: sets a new connection's principal and gives it a gate when it needs one."""
+
+    def connection_made(self, conn: Connection) -> Gate | None: ...
 
 
 @dataclass(frozen=True)
@@ -128,21 +146,35 @@ class Connection(asyncio.Protocol):
         "_guard",
         "_max_frame",
         "_scheduled",
+        "_security",
         "_write_paused",
         "activity",
         "closed",
         "frame_started",
+        "gate",
         "in_flight",
         "last_active",
+        "listener",
         "peer_host",
         "peer_port",
+        "principal",
         "reading_paused",
         "seen_activity",
         "transport",
     )
 
-    def __init__(self, dispatcher: Dispatcher, guard: ConnectionGuard) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        guard: ConnectionGuard,
+        listener: Listener,
+        security: ConnectionSecurity | None = None,
+    ) -> None:
         self._dispatcher = dispatcher
+        self._security = security
+        self.gate: Gate | None = None  # SASL authentication still to pass (SASL listeners)
+        self.principal = "User:ANONYMOUS"
+        self.listener = listener  # the listener this connection came in on (its advertised address, protocol)
         self._guard = guard
         self._max_frame = guard.limits.max_frame
         self._clock: Callable[[], float] = guard.loop.time
@@ -179,6 +211,16 @@ class Connection(asyncio.Protocol):
             return
         transport.set_write_buffer_limits(high=WRITE_HIGH, low=WRITE_LOW)  # type: ignore[attr-defined]
         self._dispatcher.connections.add(self)
+        if self._security is not None:
+            self.gate = self._security.connection_made(self)
+
+    def peer_certificate(self) -> dict | None:  # type: ignore[type-arg]
+        """The client's verified TLS certificate (`ssl.SSLSocket.getpeercert()`), None without one."""
+        return self.transport.get_extra_info("peercert") if self.transport is not None else None
+
+    def write(self, data: bytes) -> None:
+        if not self.closed and self.transport is not None:
+            self.transport.write(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -279,7 +321,16 @@ class Connection(asyncio.Protocol):
                 frame = bytes(buf[4:end])
                 del buf[:end]
                 handled += 1
-                reply = self._dispatcher.dispatch(self, frame)
+                gate = self.gate
+                if gate is None or gate.authenticated:
+                    reply = PASS
+                else:
+                    if out:  # earlier answers leave first: the gate may write and close
+                        self.transport.write(b"".join(out))  # type: ignore[union-attr]
+                        out.clear()
+                    reply = gate.receive(self, frame)
+                if reply is PASS:
+                    reply = self._dispatcher.dispatch(self, frame)
                 if reply is None:
                     continue
                 if isinstance(reply, bytes):

@@ -24,6 +24,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.runtime import Failed, Step
+from groupcoord.server.security.authorizer import AclBinding, AclFilter
 from groupcoord.server.topic_view import Topics
 from groupcoord.server.txn.service import TxnCoordinator
 
@@ -124,5 +125,41 @@ class ClusterView(Protocol):
 
 
 @runtime_checkable
-class HandlerServices(GroupServices, TopicServices, ConfigServices, TxnServices, ClusterView, Protocol):
+class AccessControl(Protocol):
+    """The authorizer and its ACLs (`server.security.Security`); with none configured, everything is allowed."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool: ...
+
+    def operations(self, principal: str, host: str, resource_type: int, name: str) -> int: ...
+
+    def is_super_user(self, principal: str) -> bool: ...
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]: ...
+
+    def describe_acls(self, flt: AclFilter) -> list[AclBinding]: ...
+
+    def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]: ...
+
+    def scram_users(self) -> dict[str, dict[str, int]]: ...
+
+    def alter_scram(
+        self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, int, bytes, bytes]]
+    ) -> None: ...
+
+
+@runtime_checkable
+class AccessServices(Protocol):
+    """Who may do what (issue 18): the authorizer checks and the ACL store."""
+
+    @property
+    def access(self) -> AccessControl: ...
+
+
+@runtime_checkable
+class HandlerServices(
+    GroupServices, TopicServices, ConfigServices, TxnServices, ClusterView, AccessServices, Protocol
+):
     """Everything a handler may use: the subjects above, and nothing else of the server."""

@@ -57,11 +57,24 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.topic_view",
         "server.configs",
         "server.txn",
+        "server.security.authorizer",
         "protocol",
     ),
-    "server.dispatch": ("server.dispatch", "server.services", "protocol"),
+    # Kafka's listener settings, parsed; pure (the broker binds the sockets)
+    "server.listeners": ("server.listeners",),
+    # TLS, SASL, credentials (issue 18): below the broker, above dispatch and the protocol
+    "server.security": (
+        "server.security",
+        "server.config",
+        "server.listeners",
+        "server.dispatch",
+        "protocol",
+    ),
+    "server.dispatch": ("server.dispatch", "server.services", "server.listeners", "protocol"),
     "server.apis": (
         "server.apis",
+        "server.security.authorizer",
+        "server.security.scram",
         "server.dispatch",
         "server.services",
         "server.coordinator",
@@ -70,7 +83,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.txn",
         "protocol",
     ),
-    "server.network": ("server.network", "server.dispatch", "protocol"),
+    "server.network": ("server.network", "server.dispatch", "server.listeners", "protocol"),
     # server.broker and server.cli wire everything and may import anything (but not in a circle: see cycles())
 }
 

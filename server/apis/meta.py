@@ -68,8 +68,8 @@ def _broker(ctx: RequestContext) -> MetadataResponseBroker:
     cfg = ctx.services.config
     return MetadataResponseBroker(
         node_id=cfg.node_id,
-        host=cfg.public_host,
-        port=cfg.public_port,
+        host=ctx.listener.advertised_host,
+        port=ctx.listener.advertised_port,
         rack=cfg.broker_rack,
     )
 
@@ -227,7 +227,8 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
             "transactions are not coordinated in cluster mode (--cluster); run a single node for exactly-once",
         )
     ok = error == ErrorCode.NONE
-    here = (cfg.node_id, cfg.public_host, cfg.public_port) if ok else (-1, "", -1)
+    # the advertised address of the listener the request came in on, as Kafka answers
+    here = (cfg.node_id, ctx.listener.advertised_host, ctx.listener.advertised_port) if ok else (-1, "", -1)
 
     def answer(key: str) -> tuple[int, str, int, ErrorCode, str | None]:
         routing = ctx.services.routing

@@ -1,0 +1,413 @@
+"""ACL checks in front of the handlers (issue 18), as Kafka's KafkaApis and GroupCoordinator make them.
+
+With an authorizer configured (`--authorizer-class-name`), the broker wraps each handler with the check of
+this module, so the handlers themselves stay about their subject. What each API needs and what a denied
+principal is told are Kafka's:
+
+| API | needs | denied |
+|---|---|---|
+| JoinGroup, SyncGroup, Heartbeat, LeaveGroup | READ group | GROUP_AUTHORIZATION_FAILED |
+| OffsetCommit | READ group, READ each topic | GROUP_..., TOPIC_AUTHORIZATION_FAILED per partition |
+| OffsetFetch | DESCRIBE group, DESCRIBE each topic | GROUP_...; denied topics dropped (all topics) or TOPIC_... |
+| DescribeGroups | DESCRIBE group | GROUP_AUTHORIZATION_FAILED for that group |
+| ListGroups | DESCRIBE cluster, else only the groups it may DESCRIBE | (filtered) |
+| DeleteGroups | DELETE group | GROUP_AUTHORIZATION_FAILED for that group |
+| OffsetDelete | DELETE group | GROUP_AUTHORIZATION_FAILED |
+| FindCoordinator | DESCRIBE group | GROUP_AUTHORIZATION_FAILED |
+| Metadata | DESCRIBE topic; auto-create needs CREATE cluster | topics filtered / TOPIC_AUTHORIZATION_FAILED |
+| Fetch | READ topic | TOPIC_AUTHORIZATION_FAILED per partition, no records |
+| ListOffsets | DESCRIBE topic | TOPIC_AUTHORIZATION_FAILED per partition |
+
+Every other API (Produce, topic and config admin, DeleteRecords, ...) is refused to anyone but `super.users`
+for now, by closing the connection (docs/differences.md): deny by default rather than an unchecked door.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.dispatch import RequestContext, then
+from groupcoord.server.security.authorizer import (
+    CLUSTER,
+    CLUSTER_NAME,
+    CREATE,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    READ,
+    TOPIC,
+)
+
+log = structlog.get_logger("groupcoord.authz")
+Handler = Callable[[RequestContext, Any], Any]
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def allowed(ctx: RequestContext, operation: int, resource_type: int, name: str) -> bool:
+    return ctx.services.access.authorize(ctx.principal, ctx.conn.peer_host, operation, resource_type, name)
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    return dataclasses.replace(obj, **changes)
+
+
+def group_read(error_response: Callable[[Any], Any]) -> Callable[[Handler], Handler]:
+    """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: READ on the group or only an error comes back."""
+
+    def wrap(handler: Handler) -> Handler:
+        def checked(ctx: RequestContext, req: Any) -> Any:
+            if not allowed(ctx, READ, GROUP, req.group_id):
+                return error_response(req)
+            return handler(ctx, req)
+
+        return checked
+
+    return wrap
+
+
+def offset_commit(handler: Handler) -> Handler:
+    from groupcoord.server.apis.offsets import commit_errors
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if not allowed(ctx, READ, GROUP, req.group_id):
+            return commit_errors(req, GROUP_DENIED)
+        denied = [t for t in req.topics if not allowed(ctx, READ, TOPIC, t.name)]
+        if not denied:
+            return handler(ctx, req)
+        kept = tuple(t for t in req.topics if t not in denied)
+        refused = commit_errors(_replace(req, topics=tuple(denied)), TOPIC_DENIED)
+        if not kept:
+            return refused
+        return then(
+            handler(ctx, _replace(req, topics=kept)),
+            lambda resp: _replace(resp, topics=tuple(resp.topics) + tuple(refused.topics)),
+        )
+
+    return checked
+
+
+def offset_fetch(handler: Handler) -> Handler:
+    def filter_topics(ctx: RequestContext, topics: tuple, all_topics: bool) -> tuple:  # type: ignore[type-arg]
+        out = []
+        for t in topics:
+            if allowed(ctx, DESCRIBE, TOPIC, t.name):
+                out.append(t)
+            elif not all_topics:  # asked for by name: say why there is no offset
+                parts = tuple(
+                    _replace(p, committed_offset=-1, metadata=None, error_code=TOPIC_DENIED)
+                    for p in t.partitions
+                )
+                out.append(_replace(t, partitions=parts))
+        return tuple(out)
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if ctx.version < 8:
+            if not allowed(ctx, DESCRIBE, GROUP, req.group_id):
+                return _fetch_denied(ctx)
+            return then(
+                handler(ctx, req),
+                lambda resp: _replace(resp, topics=filter_topics(ctx, resp.topics, req.topics is None)),
+            )
+        denied = {g.group_id for g in req.groups if not allowed(ctx, DESCRIBE, GROUP, g.group_id)}
+        asked_all = {g.group_id: g.topics is None for g in req.groups}
+
+        def fix(resp: Any) -> Any:
+            groups = []
+            for g in resp.groups:
+                if g.group_id in denied:
+                    groups.append(_replace(g, topics=(), error_code=GROUP_DENIED))
+                else:
+                    groups.append(
+                        _replace(g, topics=filter_topics(ctx, g.topics, asked_all.get(g.group_id, True)))
+                    )
+            return _replace(resp, groups=tuple(groups))
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def _fetch_denied(ctx: RequestContext) -> Any:
+    from groupcoord.protocol.messages.offset_fetch import OffsetFetchResponse
+
+    return OffsetFetchResponse(error_code=GROUP_DENIED)
+
+
+def describe_groups(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        access = ctx.services.access
+
+        def fix(resp: Any) -> Any:
+            out = []
+            for g in resp.groups:
+                if not allowed(ctx, DESCRIBE, GROUP, g.group_id):
+                    out.append(
+                        _replace(
+                            g,
+                            error_code=GROUP_DENIED,
+                            group_state="",
+                            protocol_type="",
+                            protocol_data="",
+                            members=(),
+                        )
+                    )
+                elif req.include_authorized_operations and ctx.version >= 3 and g.error_code == 0:
+                    ops = access.operations(ctx.principal, ctx.conn.peer_host, GROUP, g.group_id)
+                    out.append(_replace(g, authorized_operations=ops))
+                else:
+                    out.append(g)
+            return _replace(resp, groups=tuple(out))
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def list_groups(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME):
+            return handler(ctx, req)
+        return then(
+            handler(ctx, req),
+            lambda resp: _replace(
+                resp, groups=tuple(g for g in resp.groups if allowed(ctx, DESCRIBE, GROUP, g.group_id))
+            ),
+        )
+
+    return checked
+
+
+def delete_groups(handler: Handler) -> Handler:
+    from groupcoord.protocol.messages.delete_groups import DeletableGroupResult
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        names = list(dict.fromkeys(req.groups_names))
+        denied = [g for g in names if not allowed(ctx, DELETE, GROUP, g)]
+        if not denied:
+            return handler(ctx, req)
+        refused = tuple(DeletableGroupResult(group_id=g, error_code=GROUP_DENIED) for g in denied)
+        kept = tuple(g for g in names if g not in denied)
+        if not kept:
+            return _delete_response(refused)
+        return then(
+            handler(ctx, _replace(req, groups_names=kept)),
+            lambda resp: _replace(resp, results=tuple(resp.results) + refused),
+        )
+
+    return checked
+
+
+def _delete_response(results: tuple) -> Any:  # type: ignore[type-arg]
+    from groupcoord.protocol.messages.delete_groups import DeleteGroupsResponse
+
+    return DeleteGroupsResponse(results=results)
+
+
+def offset_delete(handler: Handler) -> Handler:
+    from groupcoord.protocol.messages.offset_delete import OffsetDeleteResponse
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if not allowed(ctx, DELETE, GROUP, req.group_id):
+            return OffsetDeleteResponse(error_code=GROUP_DENIED)
+        return handler(ctx, req)
+
+    return checked
+
+
+def find_coordinator(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if req.key_type != 0:
+            return handler(ctx, req)
+
+        def fix(resp: Any) -> Any:
+            if ctx.version >= 4:
+                return _replace(
+                    resp,
+                    coordinators=tuple(
+                        c
+                        if allowed(ctx, DESCRIBE, GROUP, c.key)
+                        else _replace(
+                            c, node_id=-1, host="", port=-1, error_code=GROUP_DENIED, error_message=None
+                        )
+                        for c in resp.coordinators
+                    ),
+                )
+            if allowed(ctx, DESCRIBE, GROUP, req.key):
+                return resp
+            return _replace(resp, node_id=-1, host="", port=-1, error_code=GROUP_DENIED, error_message=None)
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def metadata(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        access = ctx.services.access
+        host = ctx.conn.peer_host
+        if req.allow_auto_topic_creation and not allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME):
+            req = _replace(req, allow_auto_topic_creation=False)
+        asked = req.topics is not None
+
+        def fix(resp: Any) -> Any:
+            topics = []
+            for t in resp.topics:
+                if t.name is not None and not allowed(ctx, DESCRIBE, TOPIC, t.name):
+                    if asked:
+                        topics.append(_replace(t, error_code=TOPIC_DENIED, partitions=(), is_internal=False))
+                    continue
+                if req.include_topic_authorized_operations and ctx.version >= 8 and t.name:
+                    t = _replace(
+                        t, topic_authorized_operations=access.operations(ctx.principal, host, TOPIC, t.name)
+                    )
+                topics.append(t)
+            resp = _replace(resp, topics=tuple(topics))
+            if 8 <= ctx.version <= 10 and req.include_cluster_authorized_operations:
+                resp = _replace(
+                    resp,
+                    cluster_authorized_operations=access.operations(
+                        ctx.principal, host, CLUSTER, CLUSTER_NAME
+                    ),
+                )
+            return resp
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def fetch(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        names = ctx.services.topics
+
+        def name_of(t: Any) -> str:
+            if ctx.version >= 13:
+                info = names.by_id(t.topic_id)
+                return info.name if info is not None else ""
+            return t.topic
+
+        def fix(resp: Any) -> Any:
+            out = []
+            for t in resp.responses:
+                name = name_of(t)
+                if name and not allowed(ctx, READ, TOPIC, name):
+                    parts = tuple(
+                        _replace(p, error_code=TOPIC_DENIED, high_watermark=-1, records=None)
+                        for p in t.partitions
+                    )
+                    t = _replace(t, partitions=parts)
+                out.append(t)
+            return _replace(resp, responses=tuple(out))
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def list_offsets(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        def fix(resp: Any) -> Any:
+            return _replace(
+                resp,
+                topics=tuple(
+                    t
+                    if allowed(ctx, DESCRIBE, TOPIC, t.name)
+                    else _replace(
+                        t,
+                        partitions=tuple(
+                            _replace(p, error_code=TOPIC_DENIED, offset=-1) for p in t.partitions
+                        ),
+                    )
+                    for t in resp.topics
+                ),
+            )
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def describe_cluster(handler: Handler) -> Handler:
+    """Kafka checks nothing for DescribeCluster but fills in the cluster's authorized operations."""
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if not req.include_cluster_authorized_operations:
+            return handler(ctx, req)
+        ops = ctx.services.access.operations(ctx.principal, ctx.conn.peer_host, CLUSTER, CLUSTER_NAME)
+        return then(
+            handler(ctx, req),
+            lambda resp: _replace(resp, cluster_authorized_operations=ops) if resp.error_code == 0 else resp,
+        )
+
+    return checked
+
+
+def super_users_only(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if ctx.services.access.is_super_user(ctx.principal):
+            return handler(ctx, req)
+        log.warning(
+            "API refused: only super.users may use it with the authorizer on",
+            api_key=ctx.api_key,
+            principal=ctx.principal,
+        )
+        ctx.conn.close(f"API {ctx.api_key} is open to super.users only while the authorizer is on")
+        return None
+
+    return checked
+
+
+def _group_error(cls_path: str) -> Callable[[Any], Any]:
+    module, _, name = cls_path.rpartition(".")
+
+    def make(req: Any) -> Any:
+        import importlib
+
+        cls = getattr(importlib.import_module(f"groupcoord.protocol.messages.{module}"), name)
+        return cls(error_code=GROUP_DENIED)
+
+    return make
+
+
+def _open(handler: Handler) -> Handler:
+    return handler
+
+
+#: API -> how its handler is wrapped with the authorizer on; what is not listed is for super users only
+CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
+    ApiKey.API_VERSIONS: _open,
+    ApiKey.SASL_HANDSHAKE: _open,
+    ApiKey.SASL_AUTHENTICATE: _open,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.DESCRIBE_ACLS: _open,  # the ACL handlers check CLUSTER themselves (server/apis/acls.py)
+    ApiKey.CREATE_ACLS: _open,
+    ApiKey.DELETE_ACLS: _open,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _open,  # checks CLUSTER itself (server/apis/scram_credentials.py)
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _open,
+    ApiKey.JOIN_GROUP: group_read(_group_error("join_group.JoinGroupResponse")),
+    ApiKey.SYNC_GROUP: group_read(_group_error("sync_group.SyncGroupResponse")),
+    ApiKey.HEARTBEAT: group_read(_group_error("heartbeat.HeartbeatResponse")),
+    ApiKey.LEAVE_GROUP: group_read(_group_error("leave_group.LeaveGroupResponse")),
+    ApiKey.OFFSET_COMMIT: offset_commit,
+    ApiKey.OFFSET_FETCH: offset_fetch,
+    ApiKey.DESCRIBE_GROUPS: describe_groups,
+    ApiKey.LIST_GROUPS: list_groups,
+    ApiKey.DELETE_GROUPS: delete_groups,
+    ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.FIND_COORDINATOR: find_coordinator,
+    ApiKey.METADATA: metadata,
+    ApiKey.FETCH: fetch,
+    ApiKey.LIST_OFFSETS: list_offsets,
+}
+
+
+def guarded(handlers: dict[ApiKey, Handler]) -> dict[ApiKey, Handler]:
+    """The handler table with the authorizer's checks in front (the broker uses it when one is configured)."""
+    return {key: CHECKS.get(key, super_users_only)(handler) for key, handler in handlers.items()}

@@ -1,0 +1,210 @@
+"""Security (issue 18): TLS on SSL/SASL_SSL listeners, SASL PLAIN and SCRAM on SASL_* listeners, the
+durable credential store. `Security` is the one entry the broker wires: it builds each listener's TLS
+context, and on every new connection sets its principal (a client certificate's subject, or ANONYMOUS) and
+hands it a SASL gate when its listener needs one.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Protocol
+
+import structlog
+
+from groupcoord.server.config import ServerConfig
+from groupcoord.server.listeners import Listener
+from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authorizer, binding_problem
+from groupcoord.server.security.gate import SaslGate
+from groupcoord.server.security.plain import users_from_jaas
+from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from groupcoord.server.security.scram import ScramCredential, credential_from_salted, new_credential
+from groupcoord.server.security.store import SecurityStore
+from groupcoord.server.security.tls import TlsSettings, principal_from_peercert, server_context
+
+log = structlog.get_logger("groupcoord.security")
+
+ANONYMOUS = "User:ANONYMOUS"
+AUTHORIZERS = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+)
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class SecuredPeer(Protocol):
+    listener: Listener
+    principal: str
+
+    def peer_certificate(self) -> dict | None: ...  # type: ignore[type-arg]
+
+
+def parse_add_scram(text: str) -> list[tuple[str, str, str, int]]:
+    """kafka-storage's `--add-scram` syntax: `SCRAM-SHA-256=[name=alice,password=alice-secret]`, several
+    separated by `;`; `iterations=8192` optional. -> (mechanism, user, password, iterations)."""
+    out = []
+    for raw in (p.strip() for p in text.split(";")):
+        if not raw:
+            continue
+        mech, sep, rest = raw.partition("=")
+        if not sep or mech not in SCRAM_MECHANISMS or not (rest.startswith("[") and rest.endswith("]")):
+            raise ValueError(f"--add-scram: {raw!r} is not SCRAM-SHA-256=[name=...,password=...]")
+        fields = dict(kv.partition("=")[::2] for kv in rest[1:-1].split(","))
+        if not fields.get("name") or not fields.get("password"):
+            raise ValueError(f"--add-scram: {raw!r} needs name= and password=")
+        out.append((mech, fields["name"], fields["password"], int(fields.get("iterations", 4096))))
+    return out
+
+
+class Security:
+    def __init__(self, cfg: ServerConfig) -> None:
+        self.config = cfg
+        memory = cfg.storage == "memory"
+        self.store = SecurityStore(None if memory else cfg.data_dir / "security.json")
+        self.mechanisms = tuple(m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip())
+        self.plain_users = users_from_jaas(cfg.sasl_jaas_config or "")
+        self._contexts: dict[str, ssl.SSLContext] = {}
+        #: Kafka's StandardAuthorizer when `--authorizer-class-name` names one; None: everything allowed
+        self.authorizer: Authorizer | None = None
+        if cfg.authorizer_class_name:
+            supers = frozenset(p.strip() for p in (cfg.super_users or "").split(";") if p.strip())
+            self.authorizer = Authorizer(supers, cfg.allow_everyone_if_no_acl_found)
+
+    def open(self) -> None:
+        """Read the stored credentials, add `--add-scram` users (durably), build the TLS contexts."""
+        self.store.load()
+        if self.authorizer is not None:
+            self.authorizer.bindings = [AclBinding.from_json(row) for row in self.store.extra.get("acls", [])]
+        if self.config.add_scram:
+            for mech, user, password, iterations in parse_add_scram(self.config.add_scram):
+                self.store.set_credential(user, mech, new_credential(mech, password, iterations))
+            self.store.save()
+
+    def ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
+        if not listener.is_ssl:
+            return None
+        if listener.name not in self._contexts:
+            cfg = self.config
+            settings = TlsSettings(
+                cfg.ssl_keystore_location or "",
+                cfg.ssl_key_password,
+                cfg.ssl_truststore_location,
+                # as Kafka: the broker-wide ssl.client.auth applies to SSL listeners, not to SASL_SSL ones
+                cfg.ssl_client_auth if listener.protocol == "SSL" else "none",
+            )
+            self._contexts[listener.name] = server_context(settings)
+        return self._contexts[listener.name]
+
+    # -- access control (server.services.AccessControl)
+
+    @property
+    def enabled(self) -> bool:
+        return self.authorizer is not None
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(principal, host, operation, resource_type, name)
+
+    def operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
+        assert self.authorizer is not None
+        return self.authorizer.operations(principal, host, resource_type, name)
+
+    def is_super_user(self, principal: str) -> bool:
+        return self.authorizer is None or principal in self.authorizer.super_users
+
+    def _save_acls(self) -> None:
+        assert self.authorizer is not None
+        self.store.extra["acls"] = [b.to_json() for b in self.authorizer.bindings]
+        self.store.save()
+
+    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        """Add the valid bindings (durably, before the answer); per binding None or why it was refused."""
+        assert self.authorizer is not None
+        results = [binding_problem(b) for b in bindings]
+        for b, problem in zip(bindings, results, strict=True):
+            if problem is None and b not in self.authorizer.bindings:
+                self.authorizer.bindings.append(b)
+        self._save_acls()
+        return results
+
+    def describe_acls(self, flt: AclFilter) -> list[AclBinding]:
+        assert self.authorizer is not None
+        return [b for b in self.authorizer.bindings if flt.matches(b)]
+
+    def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        assert self.authorizer is not None
+        out = [[b for b in self.authorizer.bindings if f.matches(b)] for f in filters]
+        gone = {b for matched in out for b in matched}
+        if gone:
+            self.authorizer.bindings = [b for b in self.authorizer.bindings if b not in gone]
+            self._save_acls()
+        return out
+
+    def scram_users(self) -> dict[str, dict[str, int]]:
+        """user -> mechanism -> iterations (DescribeUserScramCredentials shows no more than that)."""
+        return {u: {m: c.iterations for m, c in mechs.items()} for u, mechs in self.store.scram.items()}
+
+    def alter_scram(
+        self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, int, bytes, bytes]]
+    ) -> None:
+        """Apply checked changes and store them before the answer (persist, then reply)."""
+        for user, mech in deletions:
+            self.store.delete_credential(user, mech)
+        for user, mech, iterations, salt, salted in upsertions:
+            self.store.set_credential(user, mech, credential_from_salted(mech, salted, salt, iterations))
+        if deletions or upsertions:
+            self.store.save()
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.store.credential(user, mechanism)
+
+    def connection_made(self, conn: SecuredPeer) -> SaslGate | None:
+        """Principal from the client certificate (SSL listeners); a SASL gate on SASL listeners."""
+        conn.principal = ANONYMOUS
+        if conn.listener.protocol == "SSL":
+            principal = principal_from_peercert(conn.peer_certificate())
+            if principal is not None:
+                conn.principal = principal
+                log.info("TLS client certificate accepted", principal=principal, listener=conn.listener.name)
+        if conn.listener.is_sasl:
+            return SaslGate(self.mechanisms, self.plain_users, self.scram_credential)
+        return None
+
+
+def check_settings(cfg: ServerConfig, listeners: tuple[Listener, ...]) -> list[str]:
+    """What stops the server at start (Kafka's ConfigException), as messages."""
+    problems = []
+    mechanisms = [m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip()]
+    for m in mechanisms:
+        if m not in SUPPORTED_MECHANISMS:
+            problems.append(
+                f"--sasl-enabled-mechanisms: {m} is not supported (only {', '.join(SUPPORTED_MECHANISMS)})"
+            )
+    if any(listener.is_ssl for listener in listeners):
+        if not cfg.ssl_keystore_location:
+            problems.append(
+                "an SSL or SASL_SSL listener needs --ssl-keystore-location (PEM key and certificate)"
+            )
+        elif not Path(cfg.ssl_keystore_location).is_file():
+            problems.append(f"--ssl-keystore-location: no file {cfg.ssl_keystore_location}")
+    if cfg.ssl_keystore_type.upper() != "PEM" or cfg.ssl_truststore_type.upper() != "PEM":
+        problems.append("--ssl-keystore-type and --ssl-truststore-type: only PEM is supported")
+    if cfg.ssl_client_auth not in ("required", "requested", "none"):
+        problems.append("--ssl-client-auth must be required, requested or none")
+    if cfg.ssl_client_auth != "none" and not cfg.ssl_truststore_location and any(x.is_ssl for x in listeners):
+        problems.append(
+            "--ssl-client-auth required/requested needs --ssl-truststore-location (PEM CA certificates)"
+        )
+    if any(listener.is_sasl for listener in listeners) and not mechanisms:
+        problems.append("a SASL listener needs --sasl-enabled-mechanisms")
+    if cfg.authorizer_class_name and cfg.authorizer_class_name not in AUTHORIZERS:
+        problems.append(
+            f"--authorizer-class-name: {cfg.authorizer_class_name} is not one of {', '.join(AUTHORIZERS)}"
+        )
+    if cfg.add_scram:
+        try:
+            parse_add_scram(cfg.add_scram)
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
