@@ -55,7 +55,7 @@ public final class TxnDriver {
             Out.emit("committed_txn");
 
             producer.beginTransaction();
-            producer.send(new ProducerRecord<>(out, 0, "x", "doomed"));
+            producer.send(new ProducerRecord<>(out, 0, "x", "doomed")).get();  // written: abort drops unsent records
             producer.sendOffsetsToTransaction(Map.of(inTp, new OffsetAndMetadata(99)), consumer.groupMetadata());
             producer.abortTransaction();
             Out.emit("aborted_txn");
@@ -107,18 +107,20 @@ public final class TxnDriver {
         return new KafkaConsumer<>(p);
     }
 
-    /** Every value of partition 0 of `topic` a fresh reader with `isolation` sees until it goes quiet. */
+    /** Every value of partition 0 of `topic` a fresh reader with `isolation` sees up to the end offset for that
+     *  isolation level (the last stable offset for read_committed, the high watermark otherwise), read when it
+     *  starts: waiting for that offset, not for a quiet spell, so a slow machine cannot cut the read short. */
     static List<String> readAll(String bootstrap, String topic, String isolation) {
         List<String> values = new ArrayList<>();
         try (KafkaConsumer<String, String> c = consumer(bootstrap, null, isolation)) {
             TopicPartition tp = new TopicPartition(topic, 0);
             c.assign(List.of(tp));
             c.seekToBeginning(List.of(tp));
-            long quietUntil = System.nanoTime() + 2_000_000_000L;
-            while (System.nanoTime() < quietUntil) {
+            long end = c.endOffsets(List.of(tp)).get(tp);
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (c.position(tp) < end && System.nanoTime() < deadline) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
                     values.add(r.value());
-                    quietUntil = System.nanoTime() + 2_000_000_000L;
                 }
             }
         }
