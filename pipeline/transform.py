@@ -115,6 +115,7 @@ def prepare(events: DataFrame) -> DataFrame:
         "members",
         "skip_assignment",
         F.when(stable_asg, _compact_assignment(F.col("assignment"))).alias("asg"),
+        "offsets",
     )
 
 

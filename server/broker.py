@@ -17,6 +17,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.lag_snapshots import LagSnapshots
 from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
@@ -91,6 +92,7 @@ class Broker:
         self._server: asyncio.base_events.Server | None = None
         self.guard: ConnectionGuard | None = None
         self._cleanup: TimerService | None = None
+        self.lag_snapshots: LagSnapshots | None = None
         self.clock: Clock = WALL_CLOCK
         self._control: Control | None = None  # made on first use
 
@@ -193,6 +195,11 @@ class Broker:
         self.load_ms = wall_ms() - started
         self.loading = False
         self._schedule_cleanup()
+        if self.config.journal and self.config.journal_lag_snapshot_interval_ms > 0:
+            assert self.journal is not None and self.loop is not None
+            interval = self.config.journal_lag_snapshot_interval_ms
+            self.lag_snapshots = LagSnapshots(self, self.journal, self.loop, self.clock, interval)
+            self.lag_snapshots.start()
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
@@ -239,6 +246,8 @@ class Broker:
                 await self.loaded
         if self._cleanup is not None:
             self._cleanup.close()
+        if self.lag_snapshots is not None:
+            self.lag_snapshots.close()
         if self.guard is not None:
             self.guard.close()
         if self._control is not None:
