@@ -37,6 +37,8 @@ class JobResult:
     seconds: float
     summary: dict[str, Any]
     tables: dict[str, Path] = field(default_factory=dict)
+    #: journal files parsed from JSON by this run (all of them, unless a checkpoint made it incremental)
+    parsed_files: int = 0
 
 
 def _iso(ms: int | None) -> str | None:
@@ -144,6 +146,7 @@ def run_job(
     until_ms: int | None = None,
     progress: Progress | None = None,
     html: bool = True,
+    checkpoint_dir: str | Path | None = None,
 ) -> JobResult:
     """Run the whole report; returns the summary. Raises FileNotFoundError when there is no journal."""
     t0 = time.monotonic()
@@ -155,8 +158,18 @@ def run_job(
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
 
-    progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
-    prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))
+    parsed_files = len(files)
+    if checkpoint_dir is None:
+        progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
+        prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))
+    else:
+        from groupcoord.pipeline import incremental
+
+        progress.step(f"staging new journal files of {len(files)} into {checkpoint_dir} ...")
+        staged = incremental.stage(spark, data_dir, Path(checkpoint_dir))
+        parsed_files = len(staged.parsed_files)
+        progress.step(f"parsed {parsed_files} new or grown file(s); reading the staged events ...")
+        prepared = incremental.select_range(staged.events, since_ms, until_ms)
     prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
     rebal = None
     gsum = None
@@ -199,7 +212,7 @@ def run_job(
                 df.unpersist()
     secs = time.monotonic() - t0
     progress.step(f"done: {total:,} events in {secs:.1f}s -> {out}")
-    return JobResult(out, total, secs, summary, {t: tables / t for t in TABLES})
+    return JobResult(out, total, secs, summary, {t: tables / t for t in TABLES}, parsed_files)
 
 
 def _summary(

@@ -7,7 +7,6 @@ equal those of a `local[2]` run over the same journal.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 import groupcoord.pipeline
 from groupcoord.pipeline.job import run_job
+from tests.pipeline.compare import summary, table_rows
 from tests.pipeline.standalone import SPARK_HOME, StandaloneCluster
 
 pytestmark = pytest.mark.spark
@@ -65,21 +65,6 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _rows(spark: Any, path: Path) -> list[str]:
-    """Every row as canonical JSON (maps as sorted entries), sorted: a table compared as a multiset."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType
-
-    df = spark.read.parquet(str(path))
-    cols = [
-        F.array_sort(F.map_entries(f.name)).alias(f.name)
-        if isinstance(f.dataType, MapType)
-        else F.col(f.name)
-        for f in df.schema.fields
-    ]
-    return sorted(r[0] for r in df.select(F.to_json(F.struct(*cols))).collect())
-
-
 def test_report_on_a_standalone_cluster_matches_the_local_run(
     cluster: StandaloneCluster, spark: Any, tmp_path: Path
 ) -> None:
@@ -121,14 +106,11 @@ def test_report_on_a_standalone_cluster_matches_the_local_run(
     # the work really ran on the cluster's executor, not in the driver
     assert any((cluster.work_dir / "work").glob("app-*/*/stderr")), "no executor ran on the worker"
 
-    s_local = json.loads((local_out / "summary.json").read_text())
-    s_cluster = json.loads((cluster_out / "summary.json").read_text())
-    for s in (s_local, s_cluster):
-        s.pop("generated_at")
+    s_local, s_cluster = summary(local_out), summary(cluster_out)
     assert s_local["total_events"] > 7000 and s_local["totals"]["rebalances"] > 0
     assert s_cluster == s_local
     for t in TABLES:
-        rows = _rows(spark, local_out / "tables" / t)
+        rows = table_rows(spark, local_out / "tables" / t)
         assert rows, t
-        assert _rows(spark, cluster_out / "tables" / t) == rows, t
+        assert table_rows(spark, cluster_out / "tables" / t) == rows, t
     assert (cluster_out / "report.html").exists()
