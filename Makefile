@@ -50,9 +50,12 @@ bench: setup
 	$(BIN)/python bench/abuse.py
 	$(BIN)/python bench/txn.py
 
+BENCH_EVENTS ?= 50000000
 bench-report: setup
-	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000
+	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events $(BENCH_EVENTS) --groups 50000
 	$(BIN)/python -m groupcoord.pipeline.bench --data-dir /tmp/groupcoord-bench-journal
+	rm -rf /tmp/groupcoord-bench-checkpoint
+	$(BIN)/python -m groupcoord.pipeline.bench --data-dir /tmp/groupcoord-bench-journal --checkpoint-dir /tmp/groupcoord-bench-checkpoint
 
 report: setup
 	$(BIN)/groupcoord report --data-dir $(DATA) --out ./report

@@ -78,6 +78,13 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         help="spark.sql.shuffle.partitions (default: 2 x local cores, >= 8)",
     )
     parser.add_argument("--driver-memory", default="4g", help="local mode only: driver JVM heap (default 4g)")
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=None,
+        help="incremental runs: parse only journal files new or grown since the last run with this dir, "
+        "keeping the parsed events there as Parquet (docs/report.md)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -132,7 +139,15 @@ def run_report(args: argparse.Namespace) -> int:
         )
         clear_outputs(Path(args.out))
         with Progress(spark.sparkContext, enabled=not quiet) as progress:
-            result = run_job(spark, args.data_dir, args.out, args.since, args.until, progress)
+            result = run_job(
+                spark,
+                args.data_dir,
+                args.out,
+                args.since,
+                args.until,
+                progress,
+                checkpoint_dir=args.checkpoint_dir,
+            )
     except KeyboardInterrupt:
         print("groupcoord report: interrupted", file=sys.stderr)
         return 130

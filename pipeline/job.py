@@ -20,10 +20,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from groupcoord.pipeline import lag as L
 from groupcoord.pipeline import transform as T
 from groupcoord.pipeline.progress import Progress
 
-TABLES = ("rebalances", "member_sessions", "group_summary")
+TABLES = ("rebalances", "member_sessions", "group_summary", "lag", "rebalance_lag")
 TOP_GROUPS = 20  # groups shown in the timeline plot and the report's table
 
 
@@ -36,6 +37,8 @@ class JobResult:
     seconds: float
     summary: dict[str, Any]
     tables: dict[str, Path] = field(default_factory=dict)
+    #: journal files parsed from JSON by this run (all of them, unless a checkpoint made it incremental)
+    parsed_files: int = 0
 
 
 def _iso(ms: int | None) -> str | None:
@@ -93,6 +96,40 @@ def _plot_data(rebal: DataFrame, top: list[str]) -> dict[str, Any]:
     }
 
 
+LAG_PLOT_GROUPS = 8
+
+
+def _lag_summary(summary: dict[str, Any], rlag: DataFrame, lag: DataFrame) -> None:
+    """Add lag figures to the summary: per group peak lag and spike count, totals over all groups."""
+    peaks = {r["group"]: r["peak"] for r in lag.groupBy("group").agg(F.max("lag").alias("peak")).collect()}
+    spikes = {
+        r["group"]: r["count"] for r in rlag.filter(F.col("lag_spike")).groupBy("group").count().collect()
+    }
+    snapshots = lag.count()
+    for g, v in summary["per_group"].items():
+        v["lag_peak"] = peaks.get(g)
+        v["rebalances_with_lag_spike"] = spikes.get(g, 0)
+    summary["totals"]["lag_snapshots"] = snapshots
+    summary["totals"]["rebalances_with_lag_spike"] = sum(spikes.values())
+    top = sorted(((p, g) for g, p in peaks.items() if p), reverse=True)[:LAG_PLOT_GROUPS]
+    summary["top_lag_groups"] = [{"group": g, "lag_peak": p, "spikes": spikes.get(g, 0)} for p, g in top]
+
+
+def _lag_plot_data(lag: DataFrame, rlag: DataFrame, summary: dict[str, Any]) -> dict[str, Any]:
+    """Lag series of the groups with the highest peaks, and their spike rebalances' start times."""
+    groups = [t["group"] for t in summary.get("top_lag_groups", [])]
+    if not groups:
+        return {"lag_series": {}, "lag_spikes": []}
+    series: dict[str, list[tuple[int, int]]] = {g: [] for g in groups}
+    for r in lag.filter(F.col("group").isin(groups)).select("group", "ts_ms", "lag").collect():
+        series[r["group"]].append((r["ts_ms"], r["lag"]))
+    spikes = rlag.filter(F.col("lag_spike") & F.col("group").isin(groups)).select("group", "started_ms")
+    return {
+        "lag_series": {g: sorted(v) for g, v in series.items()},
+        "lag_spikes": [(r["group"], r["started_ms"]) for r in spikes.collect()],
+    }
+
+
 def _nice_bucket_ms(span_ms: int, target: int = 80) -> int:
     """A round bucket width (1 s, 1 min, 1 h, 1 day, ...) giving about `target` buckets over the span."""
     for b in (1_000, 5_000, 15_000, 60_000, 300_000, 900_000, 3_600_000, 6 * 3_600_000, 86_400_000):
@@ -109,6 +146,7 @@ def run_job(
     until_ms: int | None = None,
     progress: Progress | None = None,
     html: bool = True,
+    checkpoint_dir: str | Path | None = None,
 ) -> JobResult:
     """Run the whole report; returns the summary. Raises FileNotFoundError when there is no journal."""
     t0 = time.monotonic()
@@ -120,11 +158,22 @@ def run_job(
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
 
-    progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
-    prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))
+    parsed_files = len(files)
+    if checkpoint_dir is None:
+        progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
+        prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))
+    else:
+        from groupcoord.pipeline import incremental
+
+        progress.step(f"staging new journal files of {len(files)} into {checkpoint_dir} ...")
+        staged = incremental.stage(spark, data_dir, Path(checkpoint_dir))
+        parsed_files = len(staged.parsed_files)
+        progress.step(f"parsed {parsed_files} new or grown file(s); reading the staged events ...")
+        prepared = incremental.select_range(staged.events, since_ms, until_ms)
     prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
     rebal = None
     gsum = None
+    lag = None
     try:
         total = prepared.count()
         progress.step(f"parsed {total:,} events; computing rebalances ...")
@@ -137,24 +186,33 @@ def run_job(
         progress.step("writing group_summary ...")
         gsum = T.group_summary(prepared, rebal).persist(StorageLevel.MEMORY_AND_DISK)
         _write(gsum.coalesce(1).sortWithinPartitions("group"), tables / "group_summary")
+        progress.step("writing lag and rebalance_lag ...")
+        lag = L.lag_over_time(prepared).persist(StorageLevel.MEMORY_AND_DISK)
+        _write(lag.sortWithinPartitions("group", "ts_ms"), tables / "lag")
+        rlag = L.rebalance_lag(lag, rebal).select(*L.REBALANCE_LAG_COLUMNS)
+        _write(rlag.coalesce(1).sortWithinPartitions("group", "started_ms"), tables / "rebalance_lag")
         progress.step("summarising ...")
         summary = _summary(spark, gsum, rebal, total, data_dir, since_ms, until_ms)
+        rlag = spark.read.parquet(str(tables / "rebalance_lag"))
+        _lag_summary(summary, rlag, lag)
         (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")
         if html:
             progress.step("drawing plots and report.html ...")
             from groupcoord.pipeline import report  # matplotlib import is slow; skipped when html=False
 
             top = [g["group"] for g in summary["top_groups"]]
-            report.write_report(out, summary, _plot_data(rebal, top))
+            report.write_report(
+                out, summary, {**_plot_data(rebal, top), **_lag_plot_data(lag, rlag, summary)}
+            )
         else:
             (out / "report.html").unlink(missing_ok=True)
     finally:
-        for df in (gsum, rebal, prepared):
+        for df in (lag, gsum, rebal, prepared):
             if df is not None:
                 df.unpersist()
     secs = time.monotonic() - t0
     progress.step(f"done: {total:,} events in {secs:.1f}s -> {out}")
-    return JobResult(out, total, secs, summary, {t: tables / t for t in TABLES})
+    return JobResult(out, total, secs, summary, {t: tables / t for t in TABLES}, parsed_files)
 
 
 def _summary(

@@ -28,7 +28,7 @@ CAUSE_TEXT = {
     "static_replacement": "a static member came back with a new id while the group was rebalancing",
     "persist_failure": "the coordinator failed to persist the group state",
 }
-PLOTS = ("timeline.png", "durations.png", "causes.png", "partitions_moved.png")
+PLOTS = ("timeline.png", "durations.png", "causes.png", "partitions_moved.png", "lag.png")
 
 
 def _colors(causes: list[str]) -> dict[str, Any]:
@@ -154,6 +154,29 @@ def plot_moved(path: Path, data: dict[str, Any]) -> None:
     plt.close(fig)
 
 
+def plot_lag(path: Path, data: dict[str, Any]) -> None:
+    """Total lag over time of the groups with the highest peaks; a dashed line where a rebalance that caused
+    a lag spike started (same colour as its group)."""
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    series = data.get("lag_series") or {}
+    if series:
+        cmap = plt.get_cmap("tab10")
+        color = {g: cmap(i % 10) for i, g in enumerate(series)}
+        for g, pts in series.items():
+            ax.plot([_dt(t) for t, _ in pts], [v for _, v in pts], label=g, color=color[g], lw=1.4)
+        for g, t in data.get("lag_spikes", []):
+            ax.axvline(_dt(t), color=color.get(g, "#999"), ls="--", lw=0.9, alpha=0.8)
+        ax.set_ylabel("lag (messages, all partitions)")
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
+        ax.legend(fontsize=8, loc="upper right")
+    else:
+        _empty(ax, "no lag snapshots in the journal (--journal-lag-snapshot-interval-ms)")
+    ax.set_title("Consumer lag over time (dashed: rebalances that caused a lag spike)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _human_ms(ms: float | int | None) -> str:
     if ms is None:
         return "-"
@@ -247,9 +270,16 @@ Stable (or Empty) state: the members of the group do not consume in between.</p>
 the previous assignment. The first assignment of a group in the range is left out of this plot and of the totals
 (<code>partitions_moved_incl_first</code> in summary.json includes it).</p>
 <img src="partitions_moved.png" alt="partitions moved per rebalance">
+<h2>Lag</h2>
+<p class=note>From the coordinator's periodic <code>lag_snapshot</code> journal events: log end offset minus
+committed offset, summed over a group's partitions. A rebalance caused a lag spike when the peak lag after it
+started was at least twice the lag before it and at least 100 messages more (table <code>rebalance_lag</code>,
+with the time each rebalance took to catch up).</p>
+<img src="lag.png" alt="lag over time">
 <h2>Data</h2>
 <p class=note>Every number here comes from <code>summary.json</code> and the Parquet tables in <code>tables/</code>
-(<code>rebalances</code>, <code>member_sessions</code>, <code>group_summary</code>); their columns are described in
+(<code>rebalances</code>, <code>member_sessions</code>, <code>group_summary</code>, <code>lag</code>,
+<code>rebalance_lag</code>); their columns are described in
 <code>docs/report.md</code>.</p>
 </body></html>
 """
@@ -274,6 +304,7 @@ def write_report(out: Path, summary: dict[str, Any], data: dict[str, Any]) -> Pa
     )
     plot_causes(out / "causes.png", data, colors)
     plot_moved(out / "partitions_moved.png", data)
+    plot_lag(out / "lag.png", data)
     page = out / "report.html"
     page.write_text(render_html(summary), encoding="utf-8")
     return page

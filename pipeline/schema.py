@@ -37,6 +37,14 @@ JOURNAL_SCHEMA = StructType(
         StructField("protocol", StringType()),
         StructField("skip_assignment", BooleanType()),
         StructField("assignment", MapType(StringType(), ArrayType(StringType()))),
+        # lag_snapshot events only: {"topic-partition": {"committed": c, "log_end": e}}
+        StructField(
+            "offsets",
+            MapType(
+                StringType(),
+                StructType([StructField("committed", LongType()), StructField("log_end", LongType())]),
+            ),
+        ),
     ]
 )
 

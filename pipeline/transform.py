@@ -33,14 +33,14 @@ DEAD = "Dead"
 EXPIRED_REASONS = ("session_timeout", "rebalance_timeout", "sync_timeout")
 
 
-def _is_uri(data_dir: str | Path) -> bool:
+def is_uri(data_dir: str | Path) -> bool:
     return "://" in str(data_dir)
 
 
 def journal_glob(data_dir: str | Path) -> str:
     """`<data-dir>/journal/*.jsonl`, keeping URIs (hdfs://, s3a://, file://) intact for cluster runs."""
     d = str(data_dir)
-    return f"{d.rstrip('/')}/journal/*.jsonl" if _is_uri(d) else str(Path(d) / "journal" / "*.jsonl")
+    return f"{d.rstrip('/')}/journal/*.jsonl" if is_uri(d) else str(Path(d) / "journal" / "*.jsonl")
 
 
 def journal_files(data_dir: str | Path) -> list[str]:
@@ -48,7 +48,7 @@ def journal_files(data_dir: str | Path) -> list[str]:
 
     A URI cannot be listed from here without Hadoop; it is returned as its glob and Spark reports a miss.
     """
-    if _is_uri(data_dir):
+    if is_uri(data_dir):
         return [journal_glob(data_dir)]
     d = Path(data_dir) / "journal"
     return sorted(str(p) for p in d.glob("*.jsonl")) if d.is_dir() else []
@@ -115,6 +115,7 @@ def prepare(events: DataFrame) -> DataFrame:
         "members",
         "skip_assignment",
         F.when(stable_asg, _compact_assignment(F.col("assignment"))).alias("asg"),
+        "offsets",
     )
 
 

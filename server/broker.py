@@ -35,6 +35,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.lag_snapshots import LagSnapshots
 from groupcoord.server.listeners import Listener, resolve_bound_port
 from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.maintenance import MaintenanceConfig
@@ -144,6 +145,7 @@ class Broker:
         self.listeners: tuple[Listener, ...] = ()
         self.guard: ConnectionGuard | None = None
         self._cleanup: TimerService | None = None
+        self.lag_snapshots: LagSnapshots | None = None
         self.clock: Clock = WALL_CLOCK
         self._control: Control | None = None  # made on first use
         #: cluster mode (`--cluster`): this node's leases and the shard routing; None on a single node
@@ -285,6 +287,11 @@ class Broker:
         self.loading = False
         self.txn.start()
         self._schedule_cleanup()
+        if self.config.journal and self.config.journal_lag_snapshot_interval_ms > 0:
+            assert self.journal is not None and self.loop is not None
+            interval = self.config.journal_lag_snapshot_interval_ms
+            self.lag_snapshots = LagSnapshots(self, self.journal, self.loop, self.clock, interval)
+            self.lag_snapshots.start()
         log.info(
             "state loaded", records=len(records), groups=len(self.machine.group_ids()), ms=wall_ms() - started
         )
@@ -389,6 +396,8 @@ class Broker:
             await self.cluster.stop()  # planned handover: leases released before the store closes
         if self._cleanup is not None:
             self._cleanup.close()
+        if self.lag_snapshots is not None:
+            self.lag_snapshots.close()
         if self.guard is not None:
             self.guard.close()
         if self._control is not None:

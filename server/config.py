@@ -66,6 +66,7 @@ class ServerConfig:
     log_flush: str = "acks-all"
     journal: bool = True
     journal_max_bytes: int = 64 * 1024 * 1024
+    journal_lag_snapshot_interval_ms: int = 60_000
     log_format: str = "console"
     log_level: str = "info"
     metrics_port: int = 0
@@ -308,6 +309,12 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ),
     ("--journal", _bool, "write the group event journal under <data-dir>/journal (default true)"),
     ("--journal-max-bytes", int, "rotate journal files at this size (default 67108864)"),
+    (
+        "--journal-lag-snapshot-interval-ms",
+        int,
+        "journal each group's committed offsets and log end offsets this often, for the report's lag "
+        "analytics (default 60000; 0: never)",
+    ),
     ("--log-format", str, "console (default) or json"),
     ("--log-level", str, "debug, info (default), warning or error"),
     (
@@ -451,6 +458,8 @@ def _validate(cfg: ServerConfig) -> None:
             problems.append(f"{flag} must be at least 1")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
+    if cfg.journal_lag_snapshot_interval_ms < 0:
+        problems.append("--journal-lag-snapshot-interval-ms must be 0 (off) or positive")
     if cfg.log_retention_check_interval_ms < 1 or cfg.log_cleaner_backoff_ms < 1:
         problems.append("--log-retention-check-interval-ms and --log-cleaner-backoff-ms must be at least 1")
     if cfg.log_cleaner_io_max_bytes_per_second <= 0:

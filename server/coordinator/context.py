@@ -37,6 +37,7 @@ EVENT_KEYS = (
     "protocol",
     "skip_assignment",
     "assignment",
+    "offsets",
 )
 
 
