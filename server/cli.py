@@ -43,7 +43,17 @@ def main(argv: list[str] | None = None) -> int:
         "1 error, 2 usage.",
     )
     add_groups_arguments(groups)
+    probe = sub.add_parser(
+        "probe",
+        help="exit 0 when the local server is ready: state loaded (/ready) and ApiVersions answered",
+        description="The container HEALTHCHECK. Reads GROUPCOORD_PORT and GROUPCOORD_METRICS_PORT.",
+    )
+    from groupcoord.server.ops.probe import add_probe_arguments, run_probe
+
+    add_probe_arguments(probe)
     args = parser.parse_args(argv)
+    if args.command == "probe":
+        return run_probe(args)
     if args.command == "groups":
         return run_groups(args)
     if args.command == "serve":
@@ -76,34 +86,45 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
 
     log = structlog.get_logger("groupcoord.server")
     broker = Broker(config)
+    # In JSON mode every line on stderr is a JSON object (log collectors parse each one); the plain lines
+    # below are for people at a terminal, and the structured events carry the same facts.
+    plain = config.log_format != "json"
     try:
         await broker.start()
     except OSError as exc:
-        print(f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr)
+        log.error("cannot listen", host=config.host, port=config.port, error=exc.strerror)
+        if plain:
+            print(
+                f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr
+            )
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     where = "memory (not durable)" if config.storage == "memory" else str(config.data_dir.resolve())
-    print(
-        f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
-        f"{config.public_host}:{config.public_port}); data in {where}",
-        file=sys.stderr,
-        flush=True,
-    )
+    if plain:
+        print(
+            f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
+            f"{config.public_host}:{config.public_port}); data in {where}",
+            file=sys.stderr,
+            flush=True,
+        )
     log.info("started", host=config.host, port=broker.port, data_dir=where)
     try:
         await broker.loaded  # type: ignore[misc]
     except Exception as exc:
         log.exception("loading the coordinator state failed")
-        print(f"groupcoord: cannot load the state in {where}: {exc}", file=sys.stderr)
+        if plain:
+            print(f"groupcoord: cannot load the state in {where}: {exc}", file=sys.stderr)
         await broker.stop()
         return 1
     await stop.wait()
     log.info("stopping")
     await broker.stop()
-    print("groupcoord stopped", file=sys.stderr, flush=True)
+    log.info("stopped")
+    if plain:
+        print("groupcoord stopped", file=sys.stderr, flush=True)
     return 0
 
 

@@ -44,6 +44,7 @@ def librdkafka_metadata_v12_all_topics(correlation_id: int) -> bytes:
     return struct.pack(">i", len(frame)) + frame
 
 
+@pytest.mark.owns_server
 def test_librdkafka_metadata_v12_frame_with_spare_bytes_is_answered(groupcoord_server) -> None:
     admin = admin_client(groupcoord_server.bootstrap)
     create_topics(admin, {"spare-bytes": 3})

@@ -72,6 +72,7 @@ def client_view(phase: dict) -> dict[str, set[int]]:
     return {m["member_id"]: set(m["partitions"]) for m in phase["members"]}
 
 
+@pytest.mark.owns_server
 def test_java_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
     groupcoord_server, run_java
 ) -> None:
@@ -106,6 +107,7 @@ def test_java_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
     d.finish()
 
 
+@pytest.mark.owns_server
 def test_java_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
     groupcoord_server, run_java
 ) -> None:

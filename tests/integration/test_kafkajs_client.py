@@ -63,6 +63,7 @@ def client_view(phase: dict) -> dict[str, set[int]]:
     return {m["member_id"]: set(m["partitions"]) for m in phase["members"]}
 
 
+@pytest.mark.owns_server
 def test_kafkajs_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
     groupcoord_server, run_kafkajs
 ) -> None:

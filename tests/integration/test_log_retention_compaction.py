@@ -93,6 +93,7 @@ def dir_bytes(server, topic: str) -> int:  # type: ignore[no-untyped-def]
     return total
 
 
+@pytest.mark.owns_server
 async def test_delete_records_through_three_admin_clients_moves_the_log_start(server_factory) -> None:  # type: ignore[no-untyped-def]
     server = server_factory()
     await create(server, "dr")

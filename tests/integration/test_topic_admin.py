@@ -140,6 +140,7 @@ def test_create_partitions_with_wrong_assignments_is_refused(groupcoord_server) 
 # --- defect 5: CreateTopics configs ---------------------------------------------------------------------
 
 
+@pytest.mark.owns_server
 def test_create_topics_keeps_known_configs_across_a_restart(groupcoord_server) -> None:
     a = admin(groupcoord_server)
     try:
@@ -268,6 +269,7 @@ def test_create_delete_and_grow_consumer_offsets_are_refused(groupcoord_server) 
 # --- defect 7: deleting a topic with a long name --------------------------------------------------------
 
 
+@pytest.mark.owns_server
 @pytest.mark.parametrize("length", [240, 249])
 def test_delete_of_a_topic_with_a_long_name_is_answered_and_leaves_nothing(
     groupcoord_server, length: int
