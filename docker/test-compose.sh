@@ -17,6 +17,11 @@ PROJECT="${COMPOSE_PROJECT_NAME:-groupcoord-test-$$}"
 export COMPOSE_PROJECT_NAME="$PROJECT"
 export GROUPCOORD_BASE_IMAGE="${GROUPCOORD_BASE_IMAGE:-groupcoord-base:bookworm}"
 KEEP_BASE_IMAGE="${KEEP_BASE_IMAGE:-1}"
+# per-run image tags and host ports, so two runs on one machine do not collide
+export GROUPCOORD_IMAGE_TAG="$PROJECT"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+export GROUPCOORD_EXTERNAL_PORT="${GROUPCOORD_EXTERNAL_PORT:-$(free_port)}"
+export GROUPCOORD_METRICS_PUBLISH_PORT="${GROUPCOORD_METRICS_PUBLISH_PORT:-$(free_port)}"
 STARTED_DOCKERD=""
 DOCKERD_PID=""
 COMPOSE=""
@@ -79,7 +84,7 @@ teardown() {
         fi
         say "teardown: containers, volumes, network and the images this run built"
         $COMPOSE down --volumes --remove-orphans --rmi local >/dev/null 2>&1
-        docker image rm -f groupcoord:compose groupcoord-clients:compose >/dev/null 2>&1
+        docker image rm -f "groupcoord:$GROUPCOORD_IMAGE_TAG" "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" >/dev/null 2>&1
         docker image prune -f --filter "label=org.opencontainers.image.title=groupcoord" >/dev/null 2>&1
         [ "$KEEP_BASE_IMAGE" = 1 ] || docker image rm -f "$GROUPCOORD_BASE_IMAGE" >/dev/null 2>&1
     fi
@@ -154,4 +159,18 @@ $COMPOSE kill coordinator
 $COMPOSE start coordinator
 wait_healthy
 compose_check check
+say "listeners: a client in a container (coordinator:9092) and one on the host (localhost:$GROUPCOORD_EXTERNAL_PORT)"
+$COMPOSE run --rm -T -e GROUPCOORD_COMPOSE_PHASE=listeners -e GROUPCOORD_COMPOSE_LISTENER=coordinator:9092 \
+    -e GROUPCOORD_COMPOSE_ADVERTISED=coordinator:9092 clients \
+    python -m pytest -q -rs -p no:cacheprovider tests/compose/test_compose_listeners.py
+host_listener_env="GROUPCOORD_COMPOSE_PHASE=listeners GROUPCOORD_COMPOSE_LISTENER=localhost:$GROUPCOORD_EXTERNAL_PORT GROUPCOORD_COMPOSE_ADVERTISED=localhost:$GROUPCOORD_EXTERNAL_PORT"
+if [ -x .venv/bin/python ] && .venv/bin/python -c "import kafka, pytest" 2>/dev/null; then
+    say "host client: this checkout's .venv"
+    env $host_listener_env .venv/bin/python -m pytest -q -rs -p no:cacheprovider tests/compose/test_compose_listeners.py
+fi
+say "host client: the clients image on the host's network (--network host)"
+# shellcheck disable=SC2086
+docker run --rm --network host $(for kv in $host_listener_env; do printf -- '-e %s ' "$kv"; done) \
+    "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" \
+    python -m pytest -q -rs -p no:cacheprovider tests/compose/test_compose_listeners.py
 say "all compose checks passed"

@@ -17,6 +17,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.listeners import Listener, resolve_bound_port
 from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
@@ -88,7 +89,9 @@ class Broker:
         self.load_ms: int | None = None
         #: metrics and probes (`--metrics-port`); None when off
         self.ops: Ops | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        #: the listeners as bound (a port-0 listener advertises the port it got), in `--listeners` order
+        self.listeners: tuple[Listener, ...] = ()
         self.guard: ConnectionGuard | None = None
         self._cleanup: TimerService | None = None
         self.clock: Clock = WALL_CLOCK
@@ -149,17 +152,34 @@ class Broker:
         )
         guard = self.guard = ConnectionGuard(limits, self.loop)
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
-        self._server = await self.loop.create_server(
-            lambda: Connection(self.dispatcher, guard),
-            cfg.host,
-            cfg.port,
-            reuse_address=True,
-        )
+        await self._listen(guard)
         self.loaded = self.loop.create_task(self._load())
         if cfg.control_port is not None:
             from groupcoord.server.control.http import serve_http
 
             await serve_http(self.controls(), cfg.control_host, cfg.control_port)
+
+    async def _listen(self, guard: ConnectionGuard) -> None:
+        """One server socket per listener; each connection knows its listener (advertised address, protocol)."""
+        configured = self.config.listener_list()
+        # filled in as each socket is bound: a port-0 listener's connections must advertise the bound port
+        bound = list(configured)
+        try:
+            for i, listener in enumerate(configured):
+                server = await self.loop.create_server(  # type: ignore[union-attr]
+                    lambda i=i: Connection(self.dispatcher, guard, bound[i]),
+                    listener.host or None,
+                    listener.port,
+                    reuse_address=True,
+                )
+                self._servers.append(server)
+                bound[i] = resolve_bound_port(listener, server.sockets[0].getsockname()[1])
+        except OSError:
+            for server in self._servers:
+                server.close()
+            self._servers = []
+            raise
+        self.listeners = tuple(bound)
 
     def controls(self) -> Control:
         """The test controls (virtual clock, faults, observation); inert until a test uses them."""
@@ -204,8 +224,16 @@ class Broker:
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return self._server.sockets[0].getsockname()[1]
+        """The bound port of the first listener."""
+        assert self._servers
+        return self._servers[0].sockets[0].getsockname()[1]
+
+    def bound_port(self, name: str) -> int:
+        """The bound port of the listener called `name`."""
+        for listener, server in zip(self.listeners, self._servers, strict=True):
+            if listener.name == name:
+                return server.sockets[0].getsockname()[1]
+        raise KeyError(name)
 
     def _schedule_cleanup(self) -> None:
         assert self._cleanup is not None
@@ -230,8 +258,8 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop accepting, cancel parked requests, let writes finish, flush the journal and storage."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if self.ops is not None:
             await self.ops.close()
         if self.loaded is not None and not self.loaded.done():
@@ -249,9 +277,9 @@ class Broker:
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()
-        if self._server is not None:
+        for server in self._servers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+                await asyncio.wait_for(server.wait_closed(), 2)
         if self.journal is not None:
             await self.journal.close()
         if self.store is not None:

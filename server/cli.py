@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     probe = sub.add_parser(
         "probe",
         help="exit 0 when the local server is ready: state loaded (/ready) and ApiVersions answered",
-        description="The container HEALTHCHECK. Reads GROUPCOORD_PORT and GROUPCOORD_METRICS_PORT.",
+        description="The container HEALTHCHECK. Reads GROUPCOORD_LISTENERS (or GROUPCOORD_PORT) and GROUPCOORD_METRICS_PORT.",
     )
     from groupcoord.server.ops.probe import add_probe_arguments, run_probe
 
@@ -92,25 +92,34 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     try:
         await broker.start()
     except OSError as exc:
-        log.error("cannot listen", host=config.host, port=config.port, error=exc.strerror)
+        where = config.listeners or f"{config.host}:{config.port}"
+        log.error("cannot listen", listeners=where, error=exc.strerror)
         if plain:
-            print(
-                f"groupcoord: cannot listen on {config.host}:{config.port}: {exc.strerror}", file=sys.stderr
-            )
+            print(f"groupcoord: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
         return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     where = "memory (not durable)" if config.storage == "memory" else str(config.data_dir.resolve())
-    if plain:
-        print(
-            f"groupcoord listening on {config.host}:{broker.port} (node {config.node_id}, advertised as "
-            f"{config.public_host}:{config.public_port}); data in {where}",
-            file=sys.stderr,
-            flush=True,
+    for listener in broker.listeners:
+        if plain:
+            print(
+                f"groupcoord listening on {listener.name} {listener.host or '*'}:{broker.bound_port(listener.name)} "
+                f"({listener.protocol}, node {config.node_id}, advertised as "
+                f"{listener.advertised_host}:{listener.advertised_port}); data in {where}",
+                file=sys.stderr,
+                flush=True,
+            )
+        log.info(
+            "started",
+            listener=listener.name,
+            protocol=listener.protocol,
+            host=listener.host,
+            port=broker.bound_port(listener.name),
+            advertised=f"{listener.advertised_host}:{listener.advertised_port}",
+            data_dir=where,
         )
-    log.info("started", host=config.host, port=broker.port, data_dir=where)
     try:
         await broker.loaded  # type: ignore[misc]
     except Exception as exc:

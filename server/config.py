@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupcoord.server.coordinator.types import CoordinatorConfig
+from groupcoord.server.listeners import Listener, ListenerError, build_listeners, single_plaintext
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,10 @@ class ServerConfig:
     port: int = 9092
     advertised_host: str | None = None
     advertised_port: int | None = None
+    # Kafka's listeners settings; when `listeners` is set, host/port/advertised-* above are not used
+    listeners: str | None = None
+    advertised_listeners: str | None = None
+    listener_security_protocol_map: str | None = None
     node_id: int = 0
     broker_rack: str | None = None
     cluster_id: str = "groupcoord-cluster"
@@ -73,6 +78,17 @@ class ServerConfig:
     def public_port(self) -> int:
         return self.advertised_port or self.port
 
+    def listener_list(self) -> tuple[Listener, ...]:
+        """The listeners to open: `--listeners` (Kafka's format), or one PLAINTEXT listener from the old
+        `--host/--port` shorthand. Raises `ListenerError` for settings Kafka refuses."""
+        if self.listeners:
+            return build_listeners(
+                self.listeners, self.advertised_listeners, self.listener_security_protocol_map
+            )
+        if self.advertised_listeners:
+            raise ListenerError("advertised.listeners needs listeners")
+        return (single_plaintext(self.host, self.port, self.advertised_host, self.advertised_port),)
+
     def coordinator(self) -> CoordinatorConfig:
         return CoordinatorConfig(
             initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
@@ -109,6 +125,25 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ("--port", int, "port to listen on (default 9092)"),
     ("--advertised-host", str, "host clients are told to connect to (default: --host)"),
     ("--advertised-port", int, "port clients are told to connect to (default: --port)"),
+    (
+        "--listeners",
+        str,
+        "Kafka's listeners: NAME://host:port,... e.g. INTERNAL://0.0.0.0:9092,EXTERNAL://:19092 (an empty host "
+        "binds every interface); when set, --host/--port/--advertised-host/--advertised-port are not used "
+        "(default: one PLAINTEXT listener on --host:--port)",
+    ),
+    (
+        "--advertised-listeners",
+        str,
+        "Kafka's advertised.listeners: NAME://host:port per listener, the address Metadata, FindCoordinator and "
+        "DescribeCluster give clients that came in on that listener (default: the listener's own address)",
+    ),
+    (
+        "--listener-security-protocol-map",
+        str,
+        "Kafka's listener.security.protocol.map: NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or "
+        "SASL_SSL (default PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL)",
+    ),
     ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
     (
         "--broker-rack",
@@ -283,6 +318,15 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
 
 def _validate(cfg: ServerConfig) -> None:
     problems = []
+    try:
+        for listener in cfg.listener_list():
+            if listener.protocol != "PLAINTEXT":
+                problems.append(
+                    f"listener {listener.name}: security protocol {listener.protocol} is not supported yet "
+                    "(only PLAINTEXT)"
+                )
+    except ListenerError as exc:
+        problems.append(str(exc))
     if cfg.storage not in ("disk", "memory"):
         problems.append("--storage must be disk or memory")
     if cfg.log_flush not in ("acks-all", "never"):

@@ -21,6 +21,7 @@ from groupcoord.protocol.messages import RESPONSES
 from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
 if TYPE_CHECKING:
+    from groupcoord.server.listeners import Listener
     from groupcoord.server.services import HandlerServices
 
 log = structlog.get_logger("groupcoord.dispatch")
@@ -50,6 +51,7 @@ class Peer(Protocol):
 
     peer_host: str
     peer_port: int
+    listener: Listener  # the listener the connection came in on
 
     @property
     def transport(self) -> asyncio.BaseTransport | None: ...
@@ -103,7 +105,16 @@ class RequestContext:
     """One request as its handler sees it: the header's fields, the connection, and `services` (the narrow
     `HandlerServices` interface to the server, not the whole Broker)."""
 
-    __slots__ = ("api_key", "client_host", "client_id", "conn", "correlation_id", "services", "version")
+    __slots__ = (
+        "api_key",
+        "client_host",
+        "client_id",
+        "conn",
+        "correlation_id",
+        "listener",
+        "services",
+        "version",
+    )
 
     def __init__(
         self,
@@ -121,6 +132,8 @@ class RequestContext:
         self.correlation_id = correlation_id
         self.client_id = client_id or ""
         self.client_host = "/" + conn.peer_host if conn.peer_host else ""
+        #: the listener the request came in on: Metadata and FindCoordinator answer with its advertised address
+        self.listener = conn.listener
 
 
 class RequestObserver:

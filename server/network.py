@@ -29,6 +29,7 @@ import structlog
 
 if TYPE_CHECKING:
     from groupcoord.server.dispatch import Dispatcher
+    from groupcoord.server.listeners import Listener
 
 log = structlog.get_logger("groupcoord.network")
 
@@ -134,6 +135,7 @@ class Connection(asyncio.Protocol):
         "frame_started",
         "in_flight",
         "last_active",
+        "listener",
         "peer_host",
         "peer_port",
         "reading_paused",
@@ -141,8 +143,9 @@ class Connection(asyncio.Protocol):
         "transport",
     )
 
-    def __init__(self, dispatcher: Dispatcher, guard: ConnectionGuard) -> None:
+    def __init__(self, dispatcher: Dispatcher, guard: ConnectionGuard, listener: Listener) -> None:
         self._dispatcher = dispatcher
+        self.listener = listener  # the listener this connection came in on (its advertised address, protocol)
         self._guard = guard
         self._max_frame = guard.limits.max_frame
         self._clock: Callable[[], float] = guard.loop.time

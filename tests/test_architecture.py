@@ -48,7 +48,9 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.configs",
         "protocol",
     ),
-    "server.dispatch": ("server.dispatch", "server.services", "protocol"),
+    # Kafka's listener settings, parsed; pure (the broker binds the sockets)
+    "server.listeners": ("server.listeners",),
+    "server.dispatch": ("server.dispatch", "server.services", "server.listeners", "protocol"),
     "server.apis": (
         "server.apis",
         "server.dispatch",
@@ -58,7 +60,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.configs",
         "protocol",
     ),
-    "server.network": ("server.network", "server.dispatch", "protocol"),
+    "server.network": ("server.network", "server.dispatch", "server.listeners", "protocol"),
     # server.broker and server.cli wire everything and may import anything (but not in a circle: see cycles())
 }
 

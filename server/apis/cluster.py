@@ -63,7 +63,10 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> Descri
         controller_id=cfg.node_id,
         brokers=(
             DescribeClusterBroker(
-                broker_id=cfg.node_id, host=cfg.public_host, port=cfg.public_port, rack=cfg.broker_rack
+                broker_id=cfg.node_id,
+                host=ctx.listener.advertised_host,
+                port=ctx.listener.advertised_port,
+                rack=cfg.broker_rack,
             ),
         ),
         cluster_authorized_operations=(

@@ -68,8 +68,8 @@ def _broker(ctx: RequestContext) -> MetadataResponseBroker:
     cfg = ctx.services.config
     return MetadataResponseBroker(
         node_id=cfg.node_id,
-        host=cfg.public_host,
-        port=cfg.public_port,
+        host=ctx.listener.advertised_host,
+        port=ctx.listener.advertised_port,
         rack=cfg.broker_rack,
     )
 
@@ -209,7 +209,9 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {req.key_type}"
     ok = error == ErrorCode.NONE
-    node, host, port = (cfg.node_id, cfg.public_host, cfg.public_port) if ok else (-1, "", -1)
+    node, host, port = (
+        (cfg.node_id, ctx.listener.advertised_host, ctx.listener.advertised_port) if ok else (-1, "", -1)
+    )
     if ctx.version >= 4:
         return FindCoordinatorResponse(
             coordinators=tuple(

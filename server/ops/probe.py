@@ -18,13 +18,19 @@ import urllib.request
 
 from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
+from groupcoord.server.listeners import parse_endpoints
 
 API_VERSIONS = 18
 
 
 def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="Kafka listener to ask (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GROUPCOORD_PORT", "9092")))
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=default_port(),
+        help="default: the first of GROUPCOORD_LISTENERS, else GROUPCOORD_PORT, else 9092",
+    )
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -32,6 +38,13 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
         help="the /ready listener; 0 skips that check (GROUPCOORD_METRICS_PORT)",
     )
     parser.add_argument("--timeout", type=float, default=3.0)
+
+
+def default_port() -> int:
+    listeners = os.environ.get("GROUPCOORD_LISTENERS")
+    if listeners:
+        return parse_endpoints(listeners, "listeners")[0].port
+    return int(os.environ.get("GROUPCOORD_PORT", "9092"))
 
 
 def api_versions_ok(host: str, port: int, timeout: float) -> bool:

@@ -17,11 +17,13 @@ from groupcoord.protocol.messages.offset_fetch import OffsetFetchRequest, Offset
 from groupcoord.protocol.messages.sync_group import SyncGroupRequest
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import ServerConfig
+from groupcoord.server.listeners import single_plaintext
 
 
 class FakeConn:
     peer_host = "127.0.0.1"
     peer_port = 5555
+    listener = single_plaintext("127.0.0.1", 9092, None, None)
 
     def __init__(self) -> None:
         self.closed_because: str | None = None

@@ -11,12 +11,14 @@ from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.server.broker import HANDLERS, Broker
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.dispatch import Dispatcher
+from groupcoord.server.listeners import single_plaintext
 from groupcoord.server.services import ClusterView, GroupServices, HandlerServices, TopicServices
 
 
 class FakeConn:
     peer_host = "127.0.0.1"
     peer_port = 5555
+    listener = single_plaintext("127.0.0.1", 9092, None, None)
     transport = None
 
     def __init__(self) -> None:
