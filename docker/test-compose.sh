@@ -17,6 +17,7 @@ PROJECT="${COMPOSE_PROJECT_NAME:-groupcoord-test-$$}"
 export COMPOSE_PROJECT_NAME="$PROJECT"
 export GROUPCOORD_BASE_IMAGE="${GROUPCOORD_BASE_IMAGE:-groupcoord-base:bookworm}"
 KEEP_BASE_IMAGE="${KEEP_BASE_IMAGE:-1}"
+export GROUPCOORD_COMPOSE_LOG_LEVEL="${GROUPCOORD_COMPOSE_LOG_LEVEL:-warning}"
 # per-run image tags and host ports, so two runs on one machine do not collide
 export GROUPCOORD_IMAGE_TAG="$PROJECT"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -320,7 +320,10 @@ def test_describe_cluster_reports_the_node_and_cluster_operations(groupcoord_ser
     a = cf_admin(groupcoord_server)
     desc = a.describe_cluster(include_authorized_operations=True, request_timeout=10).result(timeout=15)
     assert desc.cluster_id == "groupcoord-cluster" and desc.controller.id == 0
-    assert [(n.id, n.host, n.port) for n in desc.nodes] == [(0, "127.0.0.1", groupcoord_server.port)]
+    # the advertised address: 127.0.0.1 locally, the compose service name (coordinator) in compose
+    assert [(n.id, n.host, n.port) for n in desc.nodes] == [
+        (0, groupcoord_server.host, groupcoord_server.port)
+    ]
     assert set(desc.authorized_operations) == {
         AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
