@@ -39,8 +39,15 @@ def write(bootstrap: str, run: str) -> None:
         producer.flush(30)
     finally:
         producer.close()
+    # metadata_max_age_ms: kafka-python's leader may join before its metadata has the new topic, assign it
+    # nothing, and only rejoin when the metadata next refreshes (five minutes by default)
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, session_timeout_ms=6000
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        metadata_max_age_ms=500,
     )
     try:
         deadline = time.monotonic() + 30
