@@ -86,7 +86,15 @@ teardown() {
         say "teardown: containers, volumes, network and the images this run built"
         $COMPOSE down --volumes --remove-orphans --rmi local >/dev/null 2>&1
         docker image rm -f "groupcoord:$GROUPCOORD_IMAGE_TAG" "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" >/dev/null 2>&1
-        docker image prune -f --filter "label=org.opencontainers.image.title=groupcoord" >/dev/null 2>&1
+        # an interrupted build leaves its step container and dangling layers behind (they carry the image's
+        # label; the compose containers are gone by now): let the step end, then remove both
+        label="label=org.opencontainers.image.title=groupcoord"
+        i=0
+        while [ -n "$(docker ps -q --filter "$label" --filter status=running)" ] && [ $i -lt 30 ]; do
+            sleep 1; i=$((i + 1))
+        done
+        docker ps -aq --filter "$label" --filter status=exited | xargs -r docker rm -f >/dev/null 2>&1
+        docker image prune -f --filter "$label" >/dev/null 2>&1
         [ "$KEEP_BASE_IMAGE" = 1 ] || docker image rm -f "$GROUPCOORD_BASE_IMAGE" >/dev/null 2>&1
     fi
     if [ -n "$STARTED_DOCKERD" ]; then

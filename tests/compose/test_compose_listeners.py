@@ -45,6 +45,7 @@ def test_a_client_consumes_as_a_group_through_the_listener_it_bootstrapped_from(
         group_id=group,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        metadata_max_age_ms=500,  # a leader that joined before its metadata had the topic rejoins soon
     )
     seen: list[bytes] = []
     try:
