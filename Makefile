@@ -8,16 +8,17 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup run test test-fast lint bench bench-report report clean
+.PHONY: setup run test test-fast test-compose image-base lint bench bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
-# Re-installs only when pyproject.toml changes; otherwise `make setup` is a no-op.
-$(STAMP): pyproject.toml
+# Re-installs only when pyproject.toml or the pins change; otherwise `make setup` is a no-op. constraints.txt
+# pins the versions, the same file the Dockerfile installs with.
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "installing groupcoord (editable, with dev extras) into $(VENV) ..."
-	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@command -v java >/dev/null 2>&1 || echo "note: Java (17+) not found; 'groupcoord report' (PySpark) needs it: apt-get install openjdk-17-jre-headless"
 	@touch $(STAMP)
 
@@ -34,6 +35,16 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not integration and not spark"
+
+# The integration suite in docker-compose, from nothing (as root on Debian: installs and starts Docker when no
+# engine answers, builds the base image locally, tears everything down after). docker/test-compose.sh.
+test-compose:
+	@sh docker/test-compose.sh
+
+# The Dockerfile's base image (Debian bookworm + python3.11, via debootstrap), for hosts that cannot pull
+# one: air-gapped, or no registry. Skipped when the tag (GROUPCOORD_BASE_IMAGE) exists.
+image-base:
+	@sh docker/image-base.sh
 
 lint: setup
 	$(BIN)/ruff check .

@@ -21,6 +21,11 @@ EXIT_MISSING_EXTRA = 3
 #: what `groupcoord report` imports beyond the server's own dependencies (the `report` extra)
 REPORT_MODULES = ("pyspark", "matplotlib")
 INSTALL_HINT = "pip install 'groupcoord[report]'"
+#: the server image (Dockerfile) leaves the report out: it would add PySpark and a JRE to every coordinator
+CONTAINER_HINT = (
+    "In the groupcoord container image: copy the data directory out and run the report where Java 17 and the "
+    "extra are installed:\n  docker cp <container>:/data ./data && groupcoord report --data-dir ./data --out ./report"
+)
 
 
 def missing_report_modules() -> list[str]:
@@ -103,6 +108,7 @@ def run_report(args: argparse.Namespace) -> int:
             f"install the report extra: {INSTALL_HINT}",
             file=sys.stderr,
         )
+        print(CONTAINER_HINT, file=sys.stderr)
         return EXIT_MISSING_EXTRA
     from groupcoord.pipeline.transform import journal_files, journal_glob  # pyspark imports only; fast
 

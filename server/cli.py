@@ -45,7 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         "1 error, 2 usage.",
     )
     add_groups_arguments(groups)
+    probe = sub.add_parser(
+        "probe",
+        help="exit 0 when the local server is ready: state loaded (/ready) and ApiVersions answered",
+        description="The container HEALTHCHECK. Reads GROUPCOORD_LISTENERS (or GROUPCOORD_PORT) and GROUPCOORD_METRICS_PORT.",
+    )
+    from groupcoord.server.ops.probe import add_probe_arguments, run_probe
+
+    add_probe_arguments(probe)
     args = parser.parse_args(argv)
+    if args.command == "probe":
+        return run_probe(args)
     if args.command == "groups":
         return run_groups(args)
     if args.command == "serve":
@@ -83,11 +93,16 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
 
     log = structlog.get_logger("groupcoord.server")
     broker = Broker(config)
+    # In JSON mode every line on stderr is a JSON object (log collectors parse each one); the plain lines
+    # below are for people at a terminal, and the structured events carry the same facts.
+    plain = config.log_format != "json"
     try:
         await broker.start()
     except OSError as exc:
         where = config.listeners or f"{config.host}:{config.port}"
-        print(f"groupcoord: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
+        log.error("cannot listen", listeners=where, error=exc.strerror)
+        if plain:
+            print(f"groupcoord: cannot listen on {where}: {exc.strerror}", file=sys.stderr)
         return 1
     except StorageError as exc:
         print(f"groupcoord: cannot open the state store: {exc}", file=sys.stderr)
@@ -100,32 +115,37 @@ async def _serve(config) -> int:  # type: ignore[no-untyped-def]
     if config.storage.startswith(POSTGRES_SCHEMES):
         where += f" + {redact(config.storage)}"
     for listener in broker.listeners:
-        print(
-            f"groupcoord listening on {listener.name} {listener.host or '*'}:{broker.bound_port(listener.name)} "
-            f"({listener.protocol}, node {config.node_id}, advertised as "
-            f"{listener.advertised_host}:{listener.advertised_port}); data in {where}",
-            file=sys.stderr,
-            flush=True,
-        )
+        if plain:
+            print(
+                f"groupcoord listening on {listener.name} {listener.host or '*'}:{broker.bound_port(listener.name)} "
+                f"({listener.protocol}, node {config.node_id}, advertised as "
+                f"{listener.advertised_host}:{listener.advertised_port}); data in {where}",
+                file=sys.stderr,
+                flush=True,
+            )
         log.info(
             "started",
             listener=listener.name,
             protocol=listener.protocol,
             host=listener.host,
             port=broker.bound_port(listener.name),
+            advertised=f"{listener.advertised_host}:{listener.advertised_port}",
             data_dir=where,
         )
     try:
         await broker.loaded  # type: ignore[misc]
     except Exception as exc:
         log.exception("loading the coordinator state failed")
-        print(f"groupcoord: cannot load the state in {where}: {exc}", file=sys.stderr)
+        if plain:
+            print(f"groupcoord: cannot load the state in {where}: {exc}", file=sys.stderr)
         await broker.stop()
         return 1
     await stop.wait()
     log.info("stopping")
     await broker.stop()
-    print("groupcoord stopped", file=sys.stderr, flush=True)
+    log.info("stopped")
+    if plain:
+        print("groupcoord stopped", file=sys.stderr, flush=True)
     return 0
 
 

@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from datetime import UTC, datetime
 
 import structlog
 
 
+class JsonLineFormatter(logging.Formatter):
+    """Standard-library records (asyncio, third-party libraries, warnings) as JSON lines, so that with
+    `--log-format json` every line on stderr parses, not only structlog's."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "event": record.getMessage(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "timestamp": datetime.fromtimestamp(record.created, tz=UTC).isoformat(),
+        }
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        return json.dumps(out)
+
+
 def configure(fmt: str = "console", level: str = "info") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
-    logging.basicConfig(stream=sys.stderr, level=lvl, format="%(message)s")
+    if fmt == "json":
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonLineFormatter())
+        logging.basicConfig(level=lvl, handlers=[handler])
+        logging.captureWarnings(True)
+    else:
+        logging.basicConfig(stream=sys.stderr, level=lvl, format="%(message)s")
     renderer: structlog.types.Processor
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()

@@ -95,7 +95,12 @@ class ServerProcess:
 
 
 class ExternalServer:
-    """A server this test run does not control (GROUPCOORD_BOOTSTRAP, e.g. the compose `coordinator`)."""
+    """A server this test run does not control (GROUPCOORD_BOOTSTRAP, e.g. the compose `coordinator`), shared
+    by every test of the run (so tests use unique topic and group names: `tests/integration/names.py`).
+
+    A test that stops, kills, restarts the server or reads its data directory is marked `owns_server` and
+    gets its own subprocess even in this mode (in compose, inside the clients container); reaching for those
+    here means the mark is missing, which fails the test rather than skipping it silently."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -103,8 +108,9 @@ class ExternalServer:
         self.port = int(port)
 
     def _cannot(self, what: str) -> None:
-        pytest.skip(
-            f"{what} needs a server process this test run starts itself (GROUPCOORD_BOOTSTRAP is set)"
+        pytest.fail(
+            f"{what} needs a server process this test starts itself, and GROUPCOORD_BOOTSTRAP is set: "
+            "mark the test @pytest.mark.owns_server"
         )
 
     @property
@@ -135,13 +141,15 @@ EXTERNAL = os.environ.get("GROUPCOORD_BOOTSTRAP")
 
 
 @pytest.fixture
-def server_factory(tmp_path: Path) -> Iterator:
+def server_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator:
+    """Starts `groupcoord serve` subprocesses. With GROUPCOORD_BOOTSTRAP set, a test that needs nothing of its
+    own shares that server; one that passes options or a data directory, or is marked `owns_server`, still
+    gets its own process (so the compose run covers it too, from inside the clients container)."""
     started: list[ServerProcess] = []
+    owns = request.node.get_closest_marker("owns_server") is not None
 
     def make(*args: str, data_dir: Path | None = None) -> ServerProcess:
-        if EXTERNAL:
-            if args or data_dir:
-                pytest.skip("this test starts the server with its own options; GROUPCOORD_BOOTSTRAP is set")
+        if EXTERNAL and not (owns or args or data_dir):
             return ExternalServer(EXTERNAL)  # type: ignore[return-value]
         d = data_dir or tmp_path / f"data{len(started)}"
         srv = ServerProcess(d, tuple(args))

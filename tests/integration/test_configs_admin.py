@@ -48,6 +48,7 @@ from groupcoord.protocol.messages.incremental_alter_configs import (
 )
 from groupcoord.protocol.messages.list_groups import ListGroupsRequest
 from tests.integration.helpers import RawClient, wait_for
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -77,9 +78,10 @@ def describe_raw(raw: RawClient, version: int, rtype: int, name: str, keys=None,
 
 def test_quixstreams_style_describe_of_retention_on_every_topic_used(groupcoord_server) -> None:
     """quixstreams cannot start without this call: retention.ms and retention.bytes of each topic."""
+    topic = unique("qx-in")  # a shared server keeps other tests' topics
     a = cf_admin(groupcoord_server)
-    a.create_topics([CfNewTopic("qx-in", 2, 1)])["qx-in"].result(timeout=15)
-    configs = cf_describe(a, ConfigResource("topic", "qx-in"))
+    a.create_topics([CfNewTopic(topic, 2, 1)])[topic].result(timeout=15)
+    configs = cf_describe(a, ConfigResource("topic", topic))
     assert configs["retention.ms"].value == "604800000"
     assert configs["retention.bytes"].value == "-1"
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
@@ -87,20 +89,21 @@ def test_quixstreams_style_describe_of_retention_on_every_topic_used(groupcoord_
 
 
 def test_describe_configs_every_version_reports_like_kafka(groupcoord_server) -> None:
+    topic = unique("dv")  # a shared server keeps other tests' topics
     a = kp_admin(groupcoord_server)
     try:
-        a.create_topics([NewTopic("dv", 1, 1, topic_configs={"retention.ms": "1000"})])
+        a.create_topics([NewTopic(topic, 1, 1, topic_configs={"retention.ms": "1000"})])
     finally:
         a.close()
     raw = RawClient(groupcoord_server.host, groupcoord_server.port)
     try:
-        v0 = describe_raw(raw, 0, TOPIC, "dv", ("retention.ms", "segment.bytes"))
+        v0 = describe_raw(raw, 0, TOPIC, topic, ("retention.ms", "segment.bytes"))
         assert v0.error_code == 0
         assert {c.name: (c.value, c.is_default) for c in v0.configs} == {
             "retention.ms": ("1000", False),
             "segment.bytes": ("1073741824", True),
         }
-        v1 = describe_raw(raw, 1, TOPIC, "dv", ("retention.ms",), include_synonyms=True)
+        v1 = describe_raw(raw, 1, TOPIC, topic, ("retention.ms",), include_synonyms=True)
         (c,) = v1.configs
         assert (c.value, c.config_source) == ("1000", 1)
         assert [(s.name, s.value, s.source) for s in c.synonyms] == [
@@ -108,7 +111,7 @@ def test_describe_configs_every_version_reports_like_kafka(groupcoord_server) ->
             ("log.retention.hours", "168", 5),
         ]
         for version in (3, 4):
-            full = describe_raw(raw, version, TOPIC, "dv", None, include_documentation=True)
+            full = describe_raw(raw, version, TOPIC, topic, None, include_documentation=True)
             by_name = {c.name: c for c in full.configs}
             assert len(by_name) >= 30 and "min.insync.replicas" in by_name
             assert by_name["retention.ms"].config_type == 5  # LONG
@@ -146,6 +149,7 @@ def test_broker_configs_are_static_read_only_or_dynamic(server_factory) -> None:
 # ------------------------------------------------------------------------------- altering, durably
 
 
+@pytest.mark.owns_server
 def test_incremental_alter_set_delete_append_subtract_survive_a_restart(groupcoord_server) -> None:
     a = cf_admin(groupcoord_server)
     a.create_topics([CfNewTopic("inc", 1, 1)])["inc"].result(timeout=15)
@@ -179,6 +183,7 @@ def test_incremental_alter_set_delete_append_subtract_survive_a_restart(groupcoo
     assert configs["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
 
 
+@pytest.mark.owns_server
 def test_a_cluster_default_feeds_every_topic_and_survives_a_restart(groupcoord_server) -> None:
     a = cf_admin(groupcoord_server)
     a.create_topics([CfNewTopic("bd", 1, 1)])["bd"].result(timeout=15)
@@ -210,23 +215,24 @@ def test_a_cluster_default_feeds_every_topic_and_survives_a_restart(groupcoord_s
 def test_legacy_alter_configs_replaces_the_set_and_validate_only_changes_nothing(groupcoord_server) -> None:
     """AlterConfigs (33) replaces a resource's whole set, as in Kafka; kafka-python therefore sends the other
     modified keys along (it describes first), so its alteration keeps them."""
+    topic = unique("legacy")  # a shared server keeps other tests' topics
     a = kp_admin(groupcoord_server)
     try:
-        a.create_topics([NewTopic("legacy", 1, 1, topic_configs={"retention.ms": "1000"})])
+        a.create_topics([NewTopic(topic, 1, 1, topic_configs={"retention.ms": "1000"})])
         a.alter_configs(
-            [KpResource(KpType.TOPIC, "legacy", configs={"max.message.bytes": "2000"})], incremental=False
+            [KpResource(KpType.TOPIC, topic, configs={"max.message.bytes": "2000"})], incremental=False
         )
-        described = a.describe_configs([KpResource(KpType.TOPIC, "legacy")])["topic"]["legacy"]
+        described = a.describe_configs([KpResource(KpType.TOPIC, topic)])["topic"][topic]
         assert {n: c["value"] for n, c in described.items()} == {
             "max.message.bytes": "2000",
             "retention.ms": "1000",
         }
         a.alter_configs(
-            [KpResource(KpType.TOPIC, "legacy", configs={"max.message.bytes": "3000"})],
+            [KpResource(KpType.TOPIC, topic, configs={"max.message.bytes": "3000"})],
             validate_only=True,
             incremental=False,
         )
-        described = a.describe_configs([KpResource(KpType.TOPIC, "legacy")])["topic"]["legacy"]
+        described = a.describe_configs([KpResource(KpType.TOPIC, topic)])["topic"][topic]
         assert described["max.message.bytes"]["value"] == "2000"
     finally:
         a.close()
@@ -234,16 +240,16 @@ def test_legacy_alter_configs_replaces_the_set_and_validate_only_changes_nothing
     try:
         for version in (0, 1, 2):
             req = AlterConfigsRequest(
-                resources=(AlterConfigsResource(TOPIC, "legacy", (AlterableConfig("segment.ms", "60000"),)),),
+                resources=(AlterConfigsResource(TOPIC, topic, (AlterableConfig("segment.ms", "60000"),)),),
                 validate_only=False,
             )
             (r,) = raw.request(33, version, req).responses
-            assert (r.error_code, r.error_message, r.resource_name) == (0, None, "legacy")
+            assert (r.error_code, r.error_message, r.resource_name) == (0, None, topic)
         assert {
-            (c.name, c.value) for c in describe_raw(raw, 4, TOPIC, "legacy").configs if c.config_source == 1
+            (c.name, c.value) for c in describe_raw(raw, 4, TOPIC, topic).configs if c.config_source == 1
         } == {("segment.ms", "60000")}
         bad = AlterConfigsRequest(
-            resources=(AlterConfigsResource(TOPIC, "legacy", (AlterableConfig("segment.ms", "0"),)),),
+            resources=(AlterConfigsResource(TOPIC, topic, (AlterableConfig("segment.ms", "0"),)),),
             validate_only=False,
         )
         (r,) = raw.request(33, 2, bad).responses
@@ -256,14 +262,13 @@ def test_legacy_alter_configs_replaces_the_set_and_validate_only_changes_nothing
 
 
 async def test_aiokafka_admin_describes_and_alters_configs_and_the_cluster(groupcoord_server) -> None:
+    topic = unique("aio-cfg")  # a shared server keeps other tests' topics
     admin = AIOKafkaAdminClient(bootstrap_servers=groupcoord_server.bootstrap)
     await admin.start()
     try:
-        await admin.create_topics([AioNewTopic("aio-cfg", 1, 1)])
-        await admin.alter_configs([AioResource(AioType.TOPIC, "aio-cfg", {"retention.bytes": "123456"})])
-        (resp,) = await admin.describe_configs(
-            [AioResource(AioType.TOPIC, "aio-cfg", {"retention.bytes": None})]
-        )
+        await admin.create_topics([AioNewTopic(topic, 1, 1)])
+        await admin.alter_configs([AioResource(AioType.TOPIC, topic, {"retention.bytes": "123456"})])
+        (resp,) = await admin.describe_configs([AioResource(AioType.TOPIC, topic, {"retention.bytes": None})])
         (result,) = resp.to_object()["resources"]
         (entry,) = result["config_entries"]
         assert (entry["config_names"], entry["config_value"], entry["config_source"]) == (
@@ -282,12 +287,13 @@ async def test_aiokafka_admin_describes_and_alters_configs_and_the_cluster(group
 
 
 def test_create_topics_validate_only_checks_values_and_creates_nothing(groupcoord_server) -> None:
+    topic_name = unique("vo")  # a shared server keeps other tests' topics
     raw = RawClient(groupcoord_server.host, groupcoord_server.port)
     try:
 
         def create(configs: dict[str, str], validate_only: bool):  # type: ignore[no-untyped-def]
             topic = CreatableTopic(
-                name="vo", num_partitions=1, replication_factor=1, assignments=(),
+                name=topic_name, num_partitions=1, replication_factor=1, assignments=(),
                 configs=tuple(CreatableTopicConfig(n, v) for n, v in configs.items()),
             )  # fmt: skip
             req = CreateTopicsRequest(topics=(topic,), timeout_ms=5000, validate_only=validate_only)
@@ -301,7 +307,7 @@ def test_create_topics_validate_only_checks_values_and_creates_nothing(groupcoor
         ok = create({"cleanup.policy": "compact"}, True)
         assert ok.error_code == 0
         assert {c.name: (c.value, c.config_source) for c in ok.configs}["cleanup.policy"] == ("compact", 1)
-        described = describe_raw(raw, 4, TOPIC, "vo")
+        described = describe_raw(raw, 4, TOPIC, topic_name)
         assert described.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     finally:
         raw.close()
@@ -314,7 +320,10 @@ def test_describe_cluster_reports_the_node_and_cluster_operations(groupcoord_ser
     a = cf_admin(groupcoord_server)
     desc = a.describe_cluster(include_authorized_operations=True, request_timeout=10).result(timeout=15)
     assert desc.cluster_id == "groupcoord-cluster" and desc.controller.id == 0
-    assert [(n.id, n.host, n.port) for n in desc.nodes] == [(0, "127.0.0.1", groupcoord_server.port)]
+    # the advertised address: 127.0.0.1 locally, the compose service name (coordinator) in compose
+    assert [(n.id, n.host, n.port) for n in desc.nodes] == [
+        (0, groupcoord_server.host, groupcoord_server.port)
+    ]
     assert set(desc.authorized_operations) == {
         AclOperation.CREATE, AclOperation.ALTER, AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION,
         AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE,
@@ -330,35 +339,38 @@ def test_describe_cluster_reports_the_node_and_cluster_operations(groupcoord_ser
 
 
 async def test_offset_delete_refuses_subscribed_topics_until_the_group_is_empty(groupcoord_server) -> None:
+    # a shared server keeps other tests' topics
+    topic, other, group = unique("od"), unique("od-other"), unique("odg")
     bs = groupcoord_server.bootstrap
     kp = kp_admin(groupcoord_server)
-    kp.create_topics([NewTopic("od", 1, 1), NewTopic("od-other", 1, 1)])
+    kp.create_topics([NewTopic(topic, 1, 1), NewTopic(other, 1, 1)])
     consumer = AIOKafkaConsumer(
-        "od", bootstrap_servers=bs, group_id="odg", enable_auto_commit=False, session_timeout_ms=6000,
+        topic, bootstrap_servers=bs, group_id=group, enable_auto_commit=False, session_timeout_ms=6000,
         heartbeat_interval_ms=500,
     )  # fmt: skip
     await consumer.start()
     try:
         await wait_for(lambda: len(consumer.assignment()) == 1, 30, "the consumer to own od-0")
-        await consumer.commit({AioTP("od", 0): 4})
-        result = kp.delete_group_offsets("odg", [TopicPartition("od", 0)])
-        assert result == {TopicPartition("od", 0): GroupSubscribedToTopicError}
-        assert await consumer.committed(AioTP("od", 0)) == 4
+        await consumer.commit({AioTP(topic, 0): 4})
+        result = kp.delete_group_offsets(group, [TopicPartition(topic, 0)])
+        assert result == {TopicPartition(topic, 0): GroupSubscribedToTopicError}
+        assert await consumer.committed(AioTP(topic, 0)) == 4
     finally:
         await consumer.stop()
     await wait_for(
-        lambda: kp.describe_groups(["odg"])["odg"]["group_state"] == "Empty", 20, "the group to be Empty"
+        lambda: kp.describe_groups([group])[group]["group_state"] == "Empty", 20, "the group to be Empty"
     )
-    result = kp.delete_group_offsets("odg", [TopicPartition("od", 0)])
+    result = kp.delete_group_offsets(group, [TopicPartition(topic, 0)])
     assert [e.errno for e in result.values()] == [0], result
-    assert TopicPartition("od", 0) not in kp.list_group_offsets("odg")["odg"]
+    assert TopicPartition(topic, 0) not in kp.list_group_offsets(group)[group]
     kp.close()
 
 
 def test_list_groups_v5_types_filter(groupcoord_server) -> None:
+    topic, group = unique("lg"), unique("simple")  # a shared server lists other tests' groups too
     kp = kp_admin(groupcoord_server)
     try:
-        kp.create_topics([NewTopic("lg", 1, 1)])
+        kp.create_topics([NewTopic(topic, 1, 1)])
     finally:
         kp.close()
     raw = RawClient(groupcoord_server.host, groupcoord_server.port)
@@ -370,13 +382,15 @@ def test_list_groups_v5_types_filter(groupcoord_server) -> None:
         )
 
         commit = OffsetCommitRequest(
-            group_id="simple", generation_id_or_member_epoch=-1, member_id="",
-            topics=(OffsetCommitRequestTopic(name="lg", partitions=(OffsetCommitRequestPartition(0, 1),)),),
+            group_id=group, generation_id_or_member_epoch=-1, member_id="",
+            topics=(OffsetCommitRequestTopic(name=topic, partitions=(OffsetCommitRequestPartition(0, 1),)),),
         )  # fmt: skip
         assert raw.request(8, 8, commit).topics[0].partitions[0].error_code == 0
         classic = raw.request(16, 5, ListGroupsRequest(types_filter=("classic",)))
-        assert [(g.group_id, g.group_type) for g in classic.groups] == [("simple", "classic")]
-        assert raw.request(16, 5, ListGroupsRequest(types_filter=("consumer",))).groups == ()
-        assert len(raw.request(16, 5, ListGroupsRequest()).groups) == 1
+        assert (group, "classic") in [(g.group_id, g.group_type) for g in classic.groups]
+        assert {g.group_type for g in classic.groups} == {"classic"}
+        consumer = raw.request(16, 5, ListGroupsRequest(types_filter=("consumer",))).groups
+        assert group not in [g.group_id for g in consumer]
+        assert group in [g.group_id for g in raw.request(16, 5, ListGroupsRequest()).groups]
     finally:
         raw.close()

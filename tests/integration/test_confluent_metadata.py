@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from groupcoord.protocol.codec import decode_response
 from groupcoord.protocol.messages.metadata import MetadataRequest
 from tests.integration.helpers import PollingThread, RawClient, wait_for_sync
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -44,30 +45,33 @@ def librdkafka_metadata_v12_all_topics(correlation_id: int) -> bytes:
     return struct.pack(">i", len(frame)) + frame
 
 
+@pytest.mark.owns_server
 def test_librdkafka_metadata_v12_frame_with_spare_bytes_is_answered(groupcoord_server) -> None:
+    topic = unique("spare-bytes")  # a shared server keeps other tests' topics
     admin = admin_client(groupcoord_server.bootstrap)
-    create_topics(admin, {"spare-bytes": 3})
+    create_topics(admin, {topic: 3})
     raw = RawClient(groupcoord_server.host, groupcoord_server.port)
     try:
         raw.send_raw(librdkafka_metadata_v12_all_topics(41))
         corr, resp = decode_response(raw.read_frame(), 3, 12)
         assert corr == 41
-        assert {t.name: len(t.partitions) for t in resp.topics}["spare-bytes"] == 3
+        assert {t.name: len(t.partitions) for t in resp.topics}[topic] == 3
         # the connection stays open for the next request
         again = raw.request(3, 12, MetadataRequest(topics=None))
-        assert "spare-bytes" in {t.name for t in again.topics}
+        assert topic in {t.name for t in again.topics}
     finally:
         raw.close()
     assert groupcoord_server.alive()
 
 
 def test_confluent_list_topics_lists_every_topic(groupcoord_server) -> None:
+    orders, payments = unique("lt-orders"), unique("lt-payments")  # a shared server keeps other tests' topics
     admin = admin_client(groupcoord_server.bootstrap)
-    create_topics(admin, {"lt-orders": 4, "lt-payments": 1})
+    create_topics(admin, {orders: 4, payments: 1})
     md = admin.list_topics(timeout=15)
-    assert {"lt-orders", "lt-payments"} <= set(md.topics)
-    assert len(md.topics["lt-orders"].partitions) == 4
-    assert md.topics["lt-orders"].error is None
+    assert {orders, payments} <= set(md.topics)
+    assert len(md.topics[orders].partitions) == 4
+    assert md.topics[orders].error is None
     assert list(md.brokers) == [md.controller_id]
 
 
@@ -79,11 +83,13 @@ def test_confluent_version_sends_the_padded_request(groupcoord_server) -> None:
 
 
 def test_confluent_regex_subscription_gets_the_matching_topics(groupcoord_server) -> None:
+    prefix = unique("rx")  # a shared server keeps other tests' topics: match only this test's
+    eu, us = f"{prefix}-orders-eu", f"{prefix}-orders-us"
     admin = admin_client(groupcoord_server.bootstrap)
-    create_topics(admin, {"orders-eu": 2, "orders-us": 1, "payments": 2})
+    create_topics(admin, {eu: 2, us: 1, f"{prefix}-payments": 2})
     config = {
         "bootstrap.servers": groupcoord_server.bootstrap,
-        "group.id": "regex-group",
+        "group.id": unique("regex-group"),
         "session.timeout.ms": 6000,
         "heartbeat.interval.ms": 500,
         "topic.metadata.refresh.interval.ms": 1000,
@@ -93,7 +99,7 @@ def test_confluent_regex_subscription_gets_the_matching_topics(groupcoord_server
 
     def make() -> Consumer:
         c = Consumer(config)
-        c.subscribe(["^orders-.*"])
+        c.subscribe([f"^{prefix}-orders-.*"])
         return c
 
     def snapshot(c: Consumer) -> frozenset[tuple[str, int]]:
@@ -102,7 +108,7 @@ def test_confluent_regex_subscription_gets_the_matching_topics(groupcoord_server
     t = PollingThread(make, lambda c: c.poll(0.1), snapshot, name="ck-regex")
     t.wait_ready()
     try:
-        want = {("orders-eu", 0), ("orders-eu", 1), ("orders-us", 0)}
+        want = {(eu, 0), (eu, 1), (us, 0)}
         wait_for_sync(lambda: t.state == want, 30, f"assignment {want}, have {t.state}")
     finally:
         t.stop(lambda c: c.close())

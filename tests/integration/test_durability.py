@@ -12,7 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from tests.integration.helpers import HeartbeatCounter, wait_for
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.owns_server]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 

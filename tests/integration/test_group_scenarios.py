@@ -26,6 +26,7 @@ from kafka.admin import KafkaAdminClient
 from tests.integration.client_api import GroupClient, Member
 from tests.integration.clients import CLIENTS, STATIC_MEMBERSHIP
 from tests.integration.helpers import describe_group, exact_cover, journal_events, wait_for_sync
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -118,6 +119,7 @@ def settled(server, group: str, members: list[Member], expected: set, timeout: f
     wait_for_sync(ok, timeout, f"{len(members)} consumers to share {len(expected)} partitions")
 
 
+@pytest.mark.owns_server
 @pytest.mark.parametrize("n", [1, 5, 20])
 def test_consumers_join_and_cover_all_partitions_exactly_once(groupcoord_server, client, n: int) -> None:
     bootstrap = groupcoord_server.bootstrap
@@ -134,6 +136,7 @@ def test_consumers_join_and_cover_all_partitions_exactly_once(groupcoord_server,
         close_all(members)
 
 
+@pytest.mark.owns_server
 def test_clean_leave_rebalances_the_rest(groupcoord_server, client) -> None:
     server, bootstrap = groupcoord_server, groupcoord_server.bootstrap
     client.create_topic(bootstrap, "t", 6)
@@ -156,6 +159,7 @@ def test_clean_leave_rebalances_the_rest(groupcoord_server, client) -> None:
     assert first_removal(server.data_dir, "g-leave") == "left"
 
 
+@pytest.mark.owns_server
 def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebalance(
     groupcoord_server, client
 ) -> None:
@@ -188,6 +192,7 @@ def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebalance(
 
 
 # kafkajs never sends a group.instance.id, so no kafkajs case is generated (rather than a skipped one)
+@pytest.mark.owns_server
 @pytest.mark.parametrize("client", STATIC_MEMBERSHIP, indirect=True)
 def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
     groupcoord_server, client
@@ -235,46 +240,48 @@ def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
 
 
 def test_commits_are_fetched_back(groupcoord_server, client) -> None:
+    topic, group = unique("c"), unique("g-commit")  # a shared server keeps other tests' topics
     bootstrap = groupcoord_server.bootstrap
-    client.create_topic(bootstrap, "c", 2)
+    client.create_topic(bootstrap, topic, 2)
     # records up to the committed offsets: a consumer that starts at a committed offset beyond the log end
     # resets it, and kafkajs then commits its reset position over the offset this scenario checks
-    produce(bootstrap, "c", {0: 50, 1: 50})
-    tps = [("c", 0), ("c", 1)]
-    c1 = client.consumer(bootstrap, "c", "g-commit")
+    produce(bootstrap, topic, {0: 50, 1: 50})
+    tps = [(topic, 0), (topic, 1)]
+    c1 = client.consumer(bootstrap, topic, group)
     try:
         wait_for_sync(lambda: len(c1.owned()) == 2, 20, "assignment")
-        c1.commit({("c", 0): (42, "meta-0"), ("c", 1): (7, "")})
+        c1.commit({(topic, 0): (42, "meta-0"), (topic, 1): (7, "")})
         got = c1.committed(tps)
-        assert (got[("c", 0)][0], got[("c", 1)][0]) == (42, 7)
-        if got[("c", 0)][1] is not None:  # aiokafka's committed() returns no metadata
-            assert got[("c", 0)][1] == "meta-0"
+        assert (got[(topic, 0)][0], got[(topic, 1)][0]) == (42, 7)
+        if got[(topic, 0)][1] is not None:  # aiokafka's committed() returns no metadata
+            assert got[(topic, 0)][1] == "meta-0"
     finally:
         c1.close()
-    c2 = client.consumer(bootstrap, "c", "g-commit")
+    c2 = client.consumer(bootstrap, topic, group)
     try:
         got = c2.committed(tps)
-        assert (got[("c", 0)][0], got[("c", 1)][0]) == (42, 7)
+        assert (got[(topic, 0)][0], got[(topic, 1)][0]) == (42, 7)
     finally:
         c2.close()
-    assert offsets_seen_by_another_client(bootstrap, "g-commit") == {("c", 0): 42, ("c", 1): 7}
+    assert offsets_seen_by_another_client(bootstrap, group) == {(topic, 0): 42, (topic, 1): 7}
 
 
 def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_server, client) -> None:
+    topic, group, never = unique("adm"), unique("g-admin"), unique("g-never")
     server, bootstrap = groupcoord_server, groupcoord_server.bootstrap
-    client.create_topic(bootstrap, "adm", 2)
+    client.create_topic(bootstrap, topic, 2)
     client_id = f"{client.name}-admin-test"
-    c = client.consumer(bootstrap, "adm", "g-admin", client_id=client_id)
+    c = client.consumer(bootstrap, topic, group, client_id=client_id)
     admin = client.admin(bootstrap)
     try:
         wait_for_sync(lambda: len(c.owned()) == 2, 20, "assignment")
-        c.commit({("adm", 0): (5, "")})
-        listed = admin.list_groups()["g-admin"]
+        c.commit({(topic, 0): (5, "")})
+        listed = admin.list_groups()[group]
         assert listed.protocol_type in ("consumer", None)  # None: confluent's ListGroups result has no type
         assert listed.state in ("Stable", None)  # None: aiokafka's has no state
         assert listed.simple in (False, None)  # None: only confluent's result says whether it is simple
 
-        described = admin.describe("g-admin")
+        described = admin.describe(group)
         assert (described.error, described.state, described.assignor) == (
             0,
             "Stable",
@@ -283,27 +290,27 @@ def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_ser
         assert described.protocol_type in ("consumer", None)
         (member,) = described.members
         assert member.client_id in (client_id, None)
-        assert member.partitions in ({("adm", 0), ("adm", 1)}, None)
-        assert member.topics in (["adm"], None)
+        assert member.partitions in ({(topic, 0), (topic, 1)}, None)
+        assert member.topics in ([topic], None)
         # the server's own view, for every client
-        raw = describe_group(server.host, server.port, "g-admin")
+        raw = describe_group(server.host, server.port, group)
         assert (raw["state"], raw["protocol_type"], raw["protocol"]) == (
             "Stable",
             "consumer",
             client.default_assignor,
         )
         (raw_member,) = raw["members"].values()
-        assert (raw_member["client_id"], raw_member["partitions"]) == (client_id, {("adm", 0), ("adm", 1)})
+        assert (raw_member["client_id"], raw_member["partitions"]) == (client_id, {(topic, 0), (topic, 1)})
 
-        assert admin.delete("g-admin") == {"g-admin": "non_empty"}
+        assert admin.delete(group) == {group: "non_empty"}
         c.close()  # LeaveGroup: the group becomes Empty
-        wait_for_sync(lambda: admin.describe("g-admin").state == "Empty", 10, "the group to become Empty")
-        assert offsets_seen_by_another_client(bootstrap, "g-admin") == {("adm", 0): 5}
-        assert admin.delete("g-admin", "g-never") == {"g-admin": "ok", "g-never": "not_found"}
-        assert admin.describe("g-admin").state == "Dead"
-        assert "g-admin" not in admin.list_groups()
-        assert describe_group(server.host, server.port, "g-admin")["state"] == "Dead"
-        assert offsets_seen_by_another_client(bootstrap, "g-admin") == {}
+        wait_for_sync(lambda: admin.describe(group).state == "Empty", 10, "the group to become Empty")
+        assert offsets_seen_by_another_client(bootstrap, group) == {(topic, 0): 5}
+        assert admin.delete(group, never) == {group: "ok", never: "not_found"}
+        assert admin.describe(group).state == "Dead"
+        assert group not in admin.list_groups()
+        assert describe_group(server.host, server.port, group)["state"] == "Dead"
+        assert offsets_seen_by_another_client(bootstrap, group) == {}
     finally:
         c.close()
         admin.close()

@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, TopicPartition
 from tests.conftest import ROOT, free_port
 from tests.integration.helpers import wait_for
 from tests.integration.lag_fixture import lagging_group
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -41,36 +42,38 @@ def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int | None]:
 
 async def test_list_and_describe_show_members_offsets_and_lag(groupcoord_server) -> None:
     bs = groupcoord_server.bootstrap
-    consumer = await lagging_group(bs, "cli1", "g1")
+    T, G = unique("cli1"), unique("g1")  # a shared server keeps other tests' groups
+    consumer = await lagging_group(bs, T, G)
     try:
         done = cli(bs, "list")
-        assert done.returncode == 0 and done.stdout.split() == ["g1"]
-        done = cli(bs, "list", "--state")
-        assert done.stdout.split() == ["GROUP", "STATE", "g1", "Stable"]
-        assert cli(bs, "list", "--state", "Empty").stdout.split() == ["GROUP", "STATE"]
+        assert done.returncode == 0 and G in done.stdout.split()
+        listed = cli(bs, "list", "--state").stdout.split()
+        assert listed[:2] == ["GROUP", "STATE"] and listed[listed.index(G) + 1] == "Stable"
+        empty = cli(bs, "list", "--state", "Empty").stdout.split()
+        assert empty[:2] == ["GROUP", "STATE"] and G not in empty
         assert cli(bs, "list", "--state", "bogus").returncode == 2
 
-        member = next(iter(rows(bs, "describe", "--group", "g1", "--members")))
-        assert member["client_id"] == "g1-client" and member["partitions"] == 2
-        assert member["assignment"] == "cli1:0,1"
+        member = next(iter(rows(bs, "describe", "--group", G, "--members")))
+        assert member["client_id"] == f"{G}-client" and member["partitions"] == 2
+        assert member["assignment"] == f"{T}:0,1"
 
-        table = cli(bs, "describe", "--group", "g1")
+        table = cli(bs, "describe", "--group", G)
         assert table.returncode == 0
         lines = [ln.split() for ln in table.stdout.strip().splitlines()]
         assert lines[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                             "CONSUMER-ID", "HOST", "CLIENT-ID"]  # fmt: skip
-        assert lines[1][:6] == ["g1", "cli1", "0", "3", "10", "7"] and lines[1][-1] == "g1-client"
-        assert lines[2][:6] == ["g1", "cli1", "1", "4", "4", "0"]
+        assert lines[1][:6] == [G, T, "0", "3", "10", "7"] and lines[1][-1] == f"{G}-client"
+        assert lines[2][:6] == [G, T, "1", "4", "4", "0"]
         assert lines[1][6] == member["consumer_id"]
 
-        state = rows(bs, "describe", "--group", "g1", "--state")[0]
+        state = rows(bs, "describe", "--group", G, "--state")[0]
         assert state["state"] == "Stable" and state["members"] == 1
         assert state["coordinator"] == f"{groupcoord_server.host}:{groupcoord_server.port}  (0)"
         assert state["assignment_strategy"] == "roundrobin"
 
-        csv_out = cli(bs, "--output", "csv", "describe", "--group", "g1").stdout.splitlines()
+        csv_out = cli(bs, "--output", "csv", "describe", "--group", G).stdout.splitlines()
         assert csv_out[0].startswith("group,topic,partition,current_offset,log_end_offset,lag")
-        assert csv_out[1].startswith("g1,cli1,0,3,10,7,")
+        assert csv_out[1].startswith(f"{G},{T},0,3,10,7,")
 
         missing = cli(bs, "describe", "--group", "nope")
         assert missing.returncode == 1 and "Error: Consumer group 'nope' does not exist." in missing.stdout
@@ -82,85 +85,84 @@ async def test_reset_offsets_refuses_live_groups_then_plans_and_executes(
     groupcoord_server, tmp_path: Path
 ) -> None:
     bs = groupcoord_server.bootstrap
-    consumer = await lagging_group(bs, "cli2", "g2")
+    T, G = unique("cli2"), unique("g2")  # a shared server keeps other tests' groups
+    consumer = await lagging_group(bs, T, G)
     try:
-        live = cli(bs, "reset-offsets", "--group", "g2", "--all-topics", "--to-earliest", "--execute")
+        live = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest", "--execute")
         assert live.returncode == 1
         assert (
-            "Error: Assignments can only be reset if the group 'g2' is inactive, but the current state is Stable."
+            f"Error: Assignments can only be reset if the group '{G}' is inactive, but the current state is Stable."
             in live.stdout
         )
-        assert committed(bs, "g2") == {("cli2", 0): 3, ("cli2", 1): 4}
+        assert committed(bs, G) == {(T, 0): 3, (T, 1): 4}
     finally:
         await consumer.stop()
-    await wait_for(
-        lambda: rows(bs, "describe", "--group", "g2", "--state")[0]["state"] == "Empty", 20, "Empty"
-    )
+    await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 20, "Empty")
 
-    dry = cli(bs, "reset-offsets", "--group", "g2", "--all-topics", "--to-earliest")
+    dry = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest")
     assert dry.returncode == 0
     assert [ln.split() for ln in dry.stdout.strip().splitlines()] == [
-        ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], ["g2", "cli2", "0", "0"], ["g2", "cli2", "1", "0"],
+        ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [G, T, "0", "0"], [G, T, "1", "0"],
     ]  # fmt: skip
-    assert committed(bs, "g2") == {("cli2", 0): 3, ("cli2", 1): 4}, "a dry run must not commit"
+    assert committed(bs, G) == {(T, 0): 3, (T, 1): 4}, "a dry run must not commit"
 
     def reset(*spec: str) -> dict[tuple[str, int], int | None]:
-        done = cli(bs, "reset-offsets", "--group", "g2", *spec, "--execute")
+        done = cli(bs, "reset-offsets", "--group", G, *spec, "--execute")
         assert done.returncode == 0, done.stdout + done.stderr
-        return committed(bs, "g2")
+        return committed(bs, G)
 
-    assert reset("--all-topics", "--to-earliest") == {("cli2", 0): 0, ("cli2", 1): 0}
-    assert reset("--all-topics", "--shift-by", "5") == {("cli2", 0): 5, ("cli2", 1): 4}  # clamped to the end
-    assert reset("--topic", "cli2:0", "--to-offset", "8") == {("cli2", 0): 8, ("cli2", 1): 4}
-    assert reset("--topic", "cli2", "--to-offset", "99") == {("cli2", 0): 10, ("cli2", 1): 4}
+    assert reset("--all-topics", "--to-earliest") == {(T, 0): 0, (T, 1): 0}
+    assert reset("--all-topics", "--shift-by", "5") == {(T, 0): 5, (T, 1): 4}  # clamped to the end
+    assert reset("--topic", f"{T}:0", "--to-offset", "8") == {(T, 0): 8, (T, 1): 4}
+    assert reset("--topic", T, "--to-offset", "99") == {(T, 0): 10, (T, 1): 4}
     assert reset("--all-topics", "--to-datetime", "2000-01-01T00:00:00.000") == {
-        ("cli2", 0): 0,
-        ("cli2", 1): 0,
+        (T, 0): 0,
+        (T, 1): 0,
     }
-    assert reset("--all-topics", "--to-latest") == {("cli2", 0): 10, ("cli2", 1): 4}
-    assert reset("--all-topics", "--by-duration", "P1D") == {("cli2", 0): 0, ("cli2", 1): 0}
+    assert reset("--all-topics", "--to-latest") == {(T, 0): 10, (T, 1): 4}
+    assert reset("--all-topics", "--by-duration", "P1D") == {(T, 0): 0, (T, 1): 0}
 
-    export = cli(bs, "reset-offsets", "--group", "g2", "--topic", "cli2", "--shift-by", "2", "--export")
-    assert export.returncode == 0 and export.stdout.split() == ["cli2,0,2", "cli2,1,2"]
+    export = cli(bs, "reset-offsets", "--group", G, "--topic", T, "--shift-by", "2", "--export")
+    assert export.returncode == 0 and export.stdout.split() == [f"{T},0,2", f"{T},1,2"]
     plan = tmp_path / "plan.csv"
     plan.write_text(export.stdout)
-    assert reset("--from-file", str(plan)) == {("cli2", 0): 2, ("cli2", 1): 2}
+    assert reset("--from-file", str(plan)) == {(T, 0): 2, (T, 1): 2}
 
     # a real kafka-python consumer of the group resumes where the reset put it
-    kc = KafkaConsumer(bootstrap_servers=bs, group_id="g2", enable_auto_commit=False)
+    kc = KafkaConsumer(bootstrap_servers=bs, group_id=G, enable_auto_commit=False)
     try:
-        kc.assign([TopicPartition("cli2", 0)])
-        assert kc.position(TopicPartition("cli2", 0)) == 2
+        kc.assign([TopicPartition(T, 0)])
+        assert kc.position(TopicPartition(T, 0)) == 2
     finally:
         kc.close()
 
 
 async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> None:
     bs = groupcoord_server.bootstrap
-    consumer = await lagging_group(bs, "cli3", "g3")
+    T, G = unique("cli3"), unique("g3")  # a shared server keeps other tests' groups
+    consumer = await lagging_group(bs, T, G)
     try:
-        busy = cli(bs, "delete", "--group", "g3")
+        busy = cli(bs, "delete", "--group", G)
         assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stdout
         # the live consumer subscribes to cli3: Kafka refuses each partition
-        subscribed = cli(bs, "delete-offsets", "--group", "g3", "--topic", "cli3")
+        subscribed = cli(bs, "delete-offsets", "--group", G, "--topic", T)
         assert subscribed.returncode == 1
         assert subscribed.stdout.count("Error: GROUP_SUBSCRIBED_TO_TOPIC") == 2, subscribed.stdout
-        assert committed(bs, "g3") == {("cli3", 0): 3, ("cli3", 1): 4}
+        assert committed(bs, G) == {(T, 0): 3, (T, 1): 4}
     finally:
         await consumer.stop()
-    await wait_for(
-        lambda: rows(bs, "describe", "--group", "g3", "--state")[0]["state"] == "Empty", 20, "Empty"
-    )
-    done = cli(bs, "delete-offsets", "--group", "g3", "--topic", "cli3:1")
+    await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 20, "Empty")
+    done = cli(bs, "delete-offsets", "--group", G, "--topic", f"{T}:1")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Request succeeded for deleting offsets from group g3." in done.stdout
-    assert committed(bs, "g3") == {("cli3", 0): 3}
-    done = cli(bs, "delete", "--group", "g3")
+    assert f"Request succeeded for deleting offsets from group {G}." in done.stdout
+    assert committed(bs, G) == {(T, 0): 3}
+    done = cli(bs, "delete", "--group", G)
     assert (
-        done.returncode == 0 and "Deletion of requested consumer groups ('g3') was successful." in done.stdout
+        done.returncode == 0
+        and f"Deletion of requested consumer groups ('{G}') was successful." in done.stdout
     )
-    assert cli(bs, "list").stdout.split() == []
-    assert cli(bs, "describe", "--group", "g3").returncode == 1
+    assert G not in cli(bs, "list").stdout.split()
+    assert cli(bs, "describe", "--group", G).returncode == 1
 
 
 def test_usage_and_connection_errors_have_their_exit_codes() -> None:

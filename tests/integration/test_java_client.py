@@ -15,6 +15,7 @@ from kafka.admin import KafkaAdminClient
 
 from tests.integration import drivers
 from tests.integration.helpers import describe_group, journal_events, wait_for_sync
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
@@ -72,6 +73,7 @@ def client_view(phase: dict) -> dict[str, set[int]]:
     return {m["member_id"]: set(m["partitions"]) for m in phase["members"]}
 
 
+@pytest.mark.owns_server
 def test_java_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
     groupcoord_server, run_java
 ) -> None:
@@ -106,6 +108,7 @@ def test_java_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
     d.finish()
 
 
+@pytest.mark.owns_server
 def test_java_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
     groupcoord_server, run_java
 ) -> None:
@@ -150,7 +153,7 @@ def test_java_static_member_restarted_inside_its_session_timeout_causes_no_rebal
 def test_java_admin_lists_describes_fetches_alters_removes_and_deletes_groups(
     groupcoord_server, run_java
 ) -> None:
-    server, topic, group = groupcoord_server, "java-admin-t", "java-admin-g"
+    server, topic, group = groupcoord_server, unique("java-admin-t"), unique("java-admin-g")
     d = run_java("AdminDriver", "groups", server.bootstrap, topic, group)
 
     described = d.phase("described")
@@ -207,12 +210,13 @@ def test_java_admin_lists_describes_fetches_alters_removes_and_deletes_groups(
 def test_java_admin_describes_topics_by_topic_id(groupcoord_server, run_java) -> None:
     """AdminClient.describeTopics(TopicCollection.ofTopicIds(...)) sends Metadata v12+ naming topics by id
     (with an empty name): a known id is described under its name, an unknown one fails UNKNOWN_TOPIC_ID."""
-    d = run_java("AdminDriver", "topic-ids", groupcoord_server.bootstrap, "java-by-id", "-")
+    topic = unique("java-by-id")  # a shared server keeps other tests' topics
+    d = run_java("AdminDriver", "topic-ids", groupcoord_server.bootstrap, topic, "-")
     d.finish()
     [created] = d.of("created")
     [by_id] = d.admin("describe_by_id")
     assert by_id["ok"], by_id
-    assert by_id["result"] == {"topic_id": created["topic_id"], "name": "java-by-id", "partitions": [0, 1, 2]}
+    assert by_id["result"] == {"topic_id": created["topic_id"], "name": topic, "partitions": [0, 1, 2]}
     [unknown] = d.admin("describe_unknown_id")
     assert (unknown["ok"], unknown["error"]) == (False, "UnknownTopicIdException")
 
@@ -220,7 +224,8 @@ def test_java_admin_describes_topics_by_topic_id(groupcoord_server, run_java) ->
 def test_java_admin_configs_cluster_and_offset_delete(groupcoord_server, run_java) -> None:
     """The Java AdminClient calls issue 13 found failing: describeConfigs (topic and broker), incremental
     alterConfigs, describeCluster with authorized operations and deleteConsumerGroupOffsets."""
-    d = run_java("AdminDriver", "configs", groupcoord_server.bootstrap, "java-cfg", "java-cfg-g")
+    cfg_topic = unique("java-cfg")  # a shared server keeps other tests' topics
+    d = run_java("AdminDriver", "configs", groupcoord_server.bootstrap, cfg_topic, unique("java-cfg-g"))
     d.finish()
     [topic] = d.admin("describe_topic")
     assert topic["ok"], topic
@@ -255,7 +260,7 @@ def test_java_admin_configs_cluster_and_offset_delete(groupcoord_server, run_jav
         ]
     )
     [deleted] = d.admin("delete_offsets")
-    assert (deleted["ok"], deleted["result"]) == (True, ["java-cfg-1"])
+    assert (deleted["ok"], deleted["result"]) == (True, [f"{cfg_topic}-1"])
     [unknown] = d.admin("delete_offsets_unknown_group")
     assert (unknown["ok"], unknown["error"]) == (False, "GroupIdNotFoundException")
 

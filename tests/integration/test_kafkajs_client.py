@@ -17,6 +17,7 @@ from kafka.admin import KafkaAdminClient
 
 from tests.integration import drivers
 from tests.integration.helpers import describe_group, journal_events, wait_for_sync
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
@@ -63,6 +64,7 @@ def client_view(phase: dict) -> dict[str, set[int]]:
     return {m["member_id"]: set(m["partitions"]) for m in phase["members"]}
 
 
+@pytest.mark.owns_server
 def test_kafkajs_group_of_three_consumes_commits_and_two_take_over_when_one_leaves(
     groupcoord_server, run_kafkajs
 ) -> None:
@@ -98,7 +100,7 @@ def test_kafkajs_group_of_three_consumes_commits_and_two_take_over_when_one_leav
 def test_kafkajs_admin_lists_describes_fetches_sets_resets_and_deletes_groups(
     groupcoord_server, run_kafkajs
 ) -> None:
-    server, topic, group = groupcoord_server, "kafkajs-admin-t", "kafkajs-admin-g"
+    server, topic, group = groupcoord_server, unique("kafkajs-admin-t"), unique("kafkajs-admin-g")
     d = run_kafkajs("admin", server.bootstrap, topic, group)
 
     described = d.phase("described")

@@ -30,7 +30,7 @@ from tests.integration.helpers import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.integration, pytest.mark.owns_server, pytest.mark.timeout(60)]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 

@@ -34,6 +34,7 @@ from groupcoord.protocol.messages.create_partitions import (
 from groupcoord.protocol.messages.delete_topics import DeleteTopicsRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.integration.helpers import RawClient
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -61,23 +62,25 @@ def registry(server) -> dict:  # type: ignore[no-untyped-def]
 
 
 def test_kafka_python_create_topics_with_assignments_naming_this_broker(groupcoord_server) -> None:
+    topic = unique("manual")  # a shared server keeps other tests' topics
     a = admin(groupcoord_server)
     try:
-        result = a.create_topics({"manual": {"assignments": {0: [0], 1: [0], 2: [0]}}})
-        assert [(t["name"], t["error_code"]) for t in result["topics"]] == [("manual", 0)]
+        result = a.create_topics({topic: {"assignments": {0: [0], 1: [0], 2: [0]}}})
+        assert [(t["name"], t["error_code"]) for t in result["topics"]] == [(topic, 0)]
     finally:
         a.close()
-    assert partition_counts(groupcoord_server)["manual"] == 3
+    assert partition_counts(groupcoord_server)[topic] == 3
 
 
 def test_kafka_python_create_partitions_with_assignments_naming_this_broker(groupcoord_server) -> None:
+    topic = unique("grow")  # a shared server keeps other tests' topics
     a = admin(groupcoord_server)
     try:
-        a.create_topics({"grow": {"num_partitions": 1, "replication_factor": 1}})
-        a.create_partitions({"grow": {"count": 3, "assignments": [[0], [0]]}})
+        a.create_topics({topic: {"num_partitions": 1, "replication_factor": 1}})
+        a.create_partitions({topic: {"count": 3, "assignments": [[0], [0]]}})
     finally:
         a.close()
-    assert partition_counts(groupcoord_server)["grow"] == 3
+    assert partition_counts(groupcoord_server)[topic] == 3
 
 
 @pytest.mark.parametrize(
@@ -115,10 +118,11 @@ def test_assignments_with_a_replication_factor_get_invalid_request(groupcoord_se
 
 
 def test_create_partitions_with_wrong_assignments_is_refused(groupcoord_server) -> None:
+    topic = unique("grow2")  # a shared server keeps other tests' topics
     raw = RawClient(groupcoord_server.host, groupcoord_server.port)
     a = admin(groupcoord_server)
     try:
-        a.create_topics({"grow2": {"num_partitions": 1, "replication_factor": 1}})
+        a.create_topics({topic: {"num_partitions": 1, "replication_factor": 1}})
         cases = [
             ((CreatePartitionsAssignment(broker_ids=(0,)),), "but only 1 assignment(s) were specified"),
             ((CreatePartitionsAssignment(broker_ids=(7,)),) * 2, "includes broker 7"),
@@ -126,7 +130,7 @@ def test_create_partitions_with_wrong_assignments_is_refused(groupcoord_server) 
         for assignments, text in cases:
             r = raw.request(
                 37, 3,
-                CreatePartitionsRequest(topics=(CreatePartitionsTopic(name="grow2", count=3, assignments=assignments),),
+                CreatePartitionsRequest(topics=(CreatePartitionsTopic(name=topic, count=3, assignments=assignments),),
                                         timeout_ms=5000),
             )  # fmt: skip
             assert r.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
@@ -134,12 +138,13 @@ def test_create_partitions_with_wrong_assignments_is_refused(groupcoord_server) 
     finally:
         a.close()
         raw.close()
-    assert partition_counts(groupcoord_server)["grow2"] == 1
+    assert partition_counts(groupcoord_server)[topic] == 1
 
 
 # --- defect 5: CreateTopics configs ---------------------------------------------------------------------
 
 
+@pytest.mark.owns_server
 def test_create_topics_keeps_known_configs_across_a_restart(groupcoord_server) -> None:
     a = admin(groupcoord_server)
     try:
@@ -268,6 +273,7 @@ def test_create_delete_and_grow_consumer_offsets_are_refused(groupcoord_server) 
 # --- defect 7: deleting a topic with a long name --------------------------------------------------------
 
 
+@pytest.mark.owns_server
 @pytest.mark.parametrize("length", [240, 249])
 def test_delete_of_a_topic_with_a_long_name_is_answered_and_leaves_nothing(
     groupcoord_server, length: int
