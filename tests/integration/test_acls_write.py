@@ -1,0 +1,269 @@
+"""ACLs on the write path and topic administration (issue 18): Produce, InitProducerId, the transaction APIs,
+CreateTopics/DeleteTopics/DescribeConfigs, answered per resource with Kafka's codes as KafkaApis does.
+
+Clients: aiokafka (plain, idempotent and transactional producers), confluent-kafka (producer, AdminClient),
+raw requests for what no client sends on purpose (AddPartitionsToTxn with a denied topic)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from groupcoord.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
+from groupcoord.protocol.messages.init_producer_id import InitProducerIdRequest
+from tests.integration.security_fixture import SecureServer, scram_login, start_secure_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+USERS = (
+    ("admin", "admin-secret"),
+    ("writer", "writer-secret"),  # WRITE orders; CREATE topics new-*
+    ("reader", "reader-secret"),  # READ orders (so it sees the topic) but no WRITE
+    ("txn", "txn-secret"),  # WRITE TransactionalId eos-*, WRITE/READ orders, READ group eos-group
+)
+TOPIC_DENIED, CLUSTER_DENIED, TXN_ID_DENIED, NOT_ATTEMPTED = 29, 31, 53, 55
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory):  # type: ignore[no-untyped-def]
+    s = start_secure_server(
+        tmp_path_factory.mktemp("acls-write"),
+        "--authorizer-class-name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "--super-users", "User:admin",
+        "--topic", "orders:1",
+        "--topic", "audit:1",
+        users=USERS,
+    )  # fmt: skip
+    create_acls(s.sasl_plain)
+    yield s
+    s.srv.kill()
+
+
+def sasl(port: int, user: str) -> dict[str, object]:
+    return {
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-256",
+        "sasl.username": user,
+        "sasl.password": f"{user}-secret",
+    }
+
+
+def aiokafka_auth(user: str) -> dict[str, object]:
+    return {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-256",
+        "sasl_plain_username": user,
+        "sasl_plain_password": f"{user}-secret",
+    }
+
+
+def create_acls(port: int) -> None:
+    from confluent_kafka.admin import AclBinding, AclOperation, AdminClient, ResourcePatternType, ResourceType
+    from confluent_kafka.admin import AclPermissionType as P
+
+    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    op, rt = AclOperation, ResourceType
+    bindings = [
+        AclBinding(rt.TOPIC, "orders", lit, "User:writer", "*", op.WRITE, P.ALLOW),
+        AclBinding(rt.TOPIC, "new-", pre, "User:writer", "*", op.CREATE, P.ALLOW),
+        AclBinding(rt.TOPIC, "orders", lit, "User:reader", "*", op.READ, P.ALLOW),
+        AclBinding(rt.TOPIC, "orders", lit, "User:txn", "*", op.WRITE, P.ALLOW),
+        AclBinding(rt.TOPIC, "orders", lit, "User:txn", "*", op.READ, P.ALLOW),
+        AclBinding(rt.TRANSACTIONAL_ID, "eos-", pre, "User:txn", "*", op.WRITE, P.ALLOW),
+        AclBinding(rt.GROUP, "eos-group", lit, "User:txn", "*", op.READ, P.ALLOW),
+    ]
+    admin = AdminClient(sasl(port, "admin"))  # kept alive until the futures resolve
+    for f in admin.create_acls(bindings).values():
+        f.result(15)
+
+
+def end_offset(port: int, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({**sasl(port, "admin"), "group.id": "watermarks"})
+    try:
+        return int(c.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)[1])
+    finally:
+        c.close()
+
+
+def aiokafka_produce(port: int, user: str, topic: str, **kw: object) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", **aiokafka_auth(user), **kw)
+        await p.start()
+        try:
+            await p.send_and_wait(topic, b"v", key=b"k")
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+
+
+def test_a_principal_with_write_on_the_topic_produces_with_aiokafka_and_confluent_kafka(
+    secure: SecureServer,
+) -> None:
+    from confluent_kafka import Producer
+
+    port = secure.sasl_plain
+    before = end_offset(port, "orders")
+    aiokafka_produce(port, "writer", "orders")
+    aiokafka_produce(port, "writer", "orders", enable_idempotence=True)  # InitProducerId: WRITE on a topic
+    p = Producer({**sasl(port, "writer"), "enable.idempotence": True})
+    failures: list[object] = []
+    p.produce("orders", b"v", on_delivery=lambda err, _m: failures.append(err) if err else None)
+    assert p.flush(20) == 0 and failures == []
+    assert end_offset(port, "orders") == before + 3
+
+
+def test_without_write_on_the_topic_produce_is_refused_and_nothing_is_appended(secure: SecureServer) -> None:
+    from aiokafka.errors import TopicAuthorizationFailedError
+
+    port = secure.sasl_plain
+    before = end_offset(port, "orders")
+    with pytest.raises(TopicAuthorizationFailedError):
+        aiokafka_produce(port, "reader", "orders")
+    with pytest.raises(TopicAuthorizationFailedError):  # WRITE on orders is not WRITE on audit
+        aiokafka_produce(port, "writer", "audit")
+    assert end_offset(port, "orders") == before
+    assert end_offset(port, "audit") == 0
+
+
+def test_idempotent_init_producer_id_needs_write_on_some_topic(secure: SecureServer) -> None:
+    idempotent = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+    reader, _, ok = scram_login(secure.sasl_plain, "reader-secret", user="reader")
+    assert ok.error_code == 0
+    refused = reader.request(22, 4, idempotent)
+    assert (refused.error_code, refused.producer_id) == (CLUSTER_DENIED, -1)
+    writer, _, ok = scram_login(secure.sasl_plain, "writer-secret", user="writer")
+    granted = writer.request(22, 4, idempotent)
+    assert granted.error_code == 0 and granted.producer_id >= 0
+    transactional = InitProducerIdRequest(transactional_id="eos-1", transaction_timeout_ms=60000)
+    assert writer.request(22, 4, transactional).error_code == TXN_ID_DENIED
+
+
+def test_a_transactional_producer_with_its_acls_runs_the_exactly_once_loop(secure: SecureServer) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    port = secure.sasl_plain
+    before = end_offset(port, "orders")
+
+    async def run() -> tuple[int, list[bytes]]:
+        p = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{port}", transactional_id="eos-loop", **aiokafka_auth("txn")
+        )
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait("orders", b"exactly-once")
+                await p.send_offsets_to_transaction({TopicPartition("orders", 0): before}, "eos-group")
+        finally:
+            await p.stop()
+        c = AIOKafkaConsumer(
+            bootstrap_servers=f"127.0.0.1:{port}", isolation_level="read_committed", **aiokafka_auth("admin")
+        )
+        await c.start()
+        try:
+            tp = TopicPartition("orders", 0)
+            c.assign([tp])
+            c.seek(tp, before)
+            got = await c.getmany(tp, timeout_ms=10000)
+            committed = await committed_offset(port, "eos-group", tp)
+            return committed, [m.value for m in got.get(tp, [])]
+        finally:
+            await c.stop()
+
+    committed, values = asyncio.run(run())
+    assert values == [b"exactly-once"]
+    assert committed == before
+
+
+async def committed_offset(port: int, group: str, tp: object) -> int:
+    from aiokafka import AIOKafkaConsumer
+
+    c = AIOKafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", group_id=group, **aiokafka_auth("admin"))
+    await c.start()
+    try:
+        return int(await c.committed(tp))  # type: ignore[arg-type]
+    finally:
+        await c.stop()
+
+
+def test_a_transactional_producer_without_the_transactional_id_acl_is_refused(secure: SecureServer) -> None:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import TransactionalIdAuthorizationFailed
+
+    async def run() -> None:
+        p = AIOKafkaProducer(
+            bootstrap_servers=f"127.0.0.1:{secure.sasl_plain}",
+            transactional_id="other-id",
+            **aiokafka_auth("txn"),
+        )
+        try:
+            await p.start()
+        finally:
+            await p.stop()
+
+    with pytest.raises(TransactionalIdAuthorizationFailed):
+        asyncio.run(run())
+
+
+def test_add_partitions_to_txn_refuses_a_denied_topic_and_does_not_attempt_the_others(
+    secure: SecureServer,
+) -> None:
+    c, _, ok = scram_login(secure.sasl_plain, "txn-secret", user="txn")
+    assert ok.error_code == 0
+    init = c.request(22, 4, InitProducerIdRequest(transactional_id="eos-raw", transaction_timeout_ms=60000))
+    assert init.error_code == 0
+    resp = c.request(
+        24,
+        3,
+        AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="eos-raw",
+            v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch,
+            v3_and_below_topics=(
+                AddPartitionsToTxnTopic(name="orders", partitions=(0,)),
+                AddPartitionsToTxnTopic(name="audit", partitions=(0,)),
+            ),
+        ),
+    )
+    codes = {
+        (t.name, p.partition_index): p.partition_error_code
+        for t in resp.results_by_topic_v3_and_below
+        for p in t.results_by_partition
+    }
+    assert codes == {("orders", 0): NOT_ATTEMPTED, ("audit", 0): TOPIC_DENIED}
+
+
+def test_topic_admin_is_answered_per_topic_with_kafkas_codes(secure: SecureServer) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+    admin = AdminClient(sasl(secure.sasl_plain, "writer"))
+    created = admin.create_topics([NewTopic("new-one", 1, 1), NewTopic("forbidden", 1, 1)])
+    created["new-one"].result(15)
+    with pytest.raises(KafkaException) as denied:
+        created["forbidden"].result(15)
+    assert denied.value.args[0].code() == TOPIC_DENIED
+
+    with pytest.raises(KafkaException) as denied:
+        admin.delete_topics(["orders"])["orders"].result(15)
+    assert denied.value.args[0].code() == TOPIC_DENIED
+
+    topic_cfg, broker_cfg = (
+        ConfigResource(ResourceType.TOPIC, "orders"),
+        ConfigResource(ResourceType.BROKER, "1"),
+    )
+    for res, code in ((topic_cfg, TOPIC_DENIED), (broker_cfg, CLUSTER_DENIED)):
+        with pytest.raises(KafkaException) as denied:
+            admin.describe_configs([res])[res].result(15)
+        assert denied.value.args[0].code() == code
+    super_admin = AdminClient(sasl(secure.sasl_plain, "admin"))
+    assert "orders" in super_admin.list_topics(timeout=15).topics
+    assert super_admin.describe_configs([topic_cfg])[topic_cfg].result(15)
