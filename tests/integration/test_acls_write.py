@@ -258,7 +258,7 @@ def test_topic_admin_is_answered_per_topic_with_kafkas_codes(secure: SecureServe
 
     topic_cfg, broker_cfg = (
         ConfigResource(ResourceType.TOPIC, "orders"),
-        ConfigResource(ResourceType.BROKER, "1"),
+        ConfigResource(ResourceType.BROKER, "0"),
     )
     for res, code in ((topic_cfg, TOPIC_DENIED), (broker_cfg, CLUSTER_DENIED)):
         with pytest.raises(KafkaException) as denied:
