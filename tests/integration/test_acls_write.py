@@ -70,6 +70,8 @@ def create_acls(port: int) -> None:
     bindings = [
         AclBinding(rt.TOPIC, "orders", lit, "User:writer", "*", op.WRITE, P.ALLOW),
         AclBinding(rt.TOPIC, "new-", pre, "User:writer", "*", op.CREATE, P.ALLOW),
+        AclBinding(rt.TOPIC, "new-", pre, "User:writer", "*", op.DESCRIBE, P.ALLOW),
+        AclBinding(rt.TOPIC, "ghost-", pre, "User:writer", "*", op.DESCRIBE, P.ALLOW),
         AclBinding(rt.TOPIC, "orders", lit, "User:reader", "*", op.READ, P.ALLOW),
         AclBinding(rt.TOPIC, "orders", lit, "User:txn", "*", op.WRITE, P.ALLOW),
         AclBinding(rt.TOPIC, "orders", lit, "User:txn", "*", op.READ, P.ALLOW),
@@ -267,3 +269,78 @@ def test_topic_admin_is_answered_per_topic_with_kafkas_codes(secure: SecureServe
     super_admin = AdminClient(sasl(secure.sasl_plain, "admin"))
     assert "orders" in super_admin.list_topics(timeout=15).topics
     assert super_admin.describe_configs([topic_cfg])[topic_cfg].result(15)
+
+
+def test_raw_admin_and_transaction_requests_are_answered_per_resource(secure: SecureServer) -> None:
+    from groupcoord.protocol.messages import create_partitions as cp
+    from groupcoord.protocol.messages import delete_records as dr
+    from groupcoord.protocol.messages import incremental_alter_configs as iac
+    from groupcoord.protocol.messages import offset_for_leader_epoch as ol
+    from groupcoord.protocol.messages import txn_offset_commit as tc
+    from groupcoord.protocol.messages.describe_transactions import DescribeTransactionsRequest
+    from groupcoord.protocol.messages.end_txn import EndTxnRequest
+    from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
+    from groupcoord.protocol.messages.list_transactions import ListTransactionsRequest
+    from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+
+    writer, _, ok = scram_login(secure.sasl_plain, "writer-secret", user="writer")
+    txn, _, ok2 = scram_login(secure.sasl_plain, "txn-secret", user="txn")
+    assert ok.error_code == 0 and ok2.error_code == 0
+
+    # Metadata auto-creation: CREATE on the topic is enough; DESCRIBE without CREATE gets 29 and no topic
+    wanted = (MetadataRequestTopic(name="new-auto"), MetadataRequestTopic(name="ghost-auto"))
+    meta = writer.request(3, 12, MetadataRequest(topics=wanted, allow_auto_topic_creation=True))
+    codes = {t.name: t.error_code for t in meta.topics}
+    assert codes["ghost-auto"] == TOPIC_DENIED and codes["new-auto"] != TOPIC_DENIED
+    admin = scram_login(secure.sasl_plain, "admin-secret", user="admin")[0]
+    listed = {t.name for t in admin.request(3, 12, MetadataRequest(topics=None)).topics}
+    assert "new-auto" in listed and "ghost-auto" not in listed
+
+    deleted = writer.request(
+        21, 2, dr.DeleteRecordsRequest(topics=(dr.DeleteRecordsTopic(name="orders", partitions=(dr.DeleteRecordsPartition(partition_index=0, offset=1),)),), timeout_ms=5000)
+    )  # fmt: skip
+    assert deleted.topics[0].partitions[0].error_code == TOPIC_DENIED
+    grown = writer.request(
+        37, 3, cp.CreatePartitionsRequest(topics=(cp.CreatePartitionsTopic(name="orders", count=3, assignments=None),), timeout_ms=5000, validate_only=False)
+    )  # fmt: skip
+    assert grown.results[0].error_code == TOPIC_DENIED
+    epochs = txn.request(
+        23, 4, ol.OffsetForLeaderEpochRequest(topics=tuple(ol.OffsetForLeaderTopic(topic=n, partitions=(ol.OffsetForLeaderPartition(partition=0, leader_epoch=0),)) for n in ("orders", "audit")))
+    )  # fmt: skip
+    assert {t.topic: t.partitions[0].error_code for t in epochs.topics} == {
+        "orders": 0,
+        "audit": TOPIC_DENIED,
+    }
+    altered = writer.request(
+        44, 1, iac.IncrementalAlterConfigsRequest(resources=(iac.IncrementalAlterConfigsResource(resource_type=2, resource_name="orders", configs=(iac.IncrementalAlterableConfig(name="retention.ms", config_operation=0, value="1000"),)), iac.IncrementalAlterConfigsResource(resource_type=4, resource_name="0", configs=())), validate_only=False)
+    )  # fmt: skip
+    assert {r.resource_type: r.error_code for r in altered.responses} == {2: TOPIC_DENIED, 4: CLUSTER_DENIED}
+
+    # the transaction APIs: the TransactionalId ACL decides
+    init = txn.request(
+        22, 4, InitProducerIdRequest(transactional_id="eos-list", transaction_timeout_ms=60000)
+    )
+    assert init.error_code == 0
+    end = EndTxnRequest(transactional_id="eos-list", producer_id=init.producer_id, producer_epoch=init.producer_epoch, committed=False)  # fmt: skip
+    assert writer.request(26, 3, end).error_code == TXN_ID_DENIED
+    commit = tc.TxnOffsetCommitRequest(
+        transactional_id="eos-list", group_id="eos-group", producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+        topics=(tc.TxnOffsetCommitRequestTopic(name="orders", partitions=(tc.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_metadata=None),)),),
+    )  # fmt: skip
+    assert writer.request(28, 3, commit).topics[0].partitions[0].error_code == TXN_ID_DENIED
+    find = FindCoordinatorRequest(key_type=1, coordinator_keys=("eos-list",))
+    assert writer.request(10, 4, find).coordinators[0].error_code == TXN_ID_DENIED
+    assert txn.request(10, 4, find).coordinators[0].error_code == 0
+    described = writer.request(65, 0, DescribeTransactionsRequest(transactional_ids=("eos-list",)))
+    assert described.transaction_states[0].error_code == TXN_ID_DENIED
+    assert (
+        txn.request(65, 0, DescribeTransactionsRequest(transactional_ids=("eos-list",)))
+        .transaction_states[0]
+        .error_code
+        == 0
+    )
+    everything = ListTransactionsRequest(state_filters=(), producer_id_filters=())
+    assert "eos-list" not in {
+        t.transactional_id for t in writer.request(66, 1, everything).transaction_states
+    }
+    assert "eos-list" in {t.transactional_id for t in txn.request(66, 1, everything).transaction_states}
