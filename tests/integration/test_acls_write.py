@@ -344,3 +344,27 @@ def test_raw_admin_and_transaction_requests_are_answered_per_resource(secure: Se
         t.transactional_id for t in writer.request(66, 1, everything).transaction_states
     }
     assert "eos-list" in {t.transactional_id for t in txn.request(66, 1, everything).transaction_states}
+
+
+def test_a_transactional_produce_without_write_on_its_transactional_id_is_refused_whole(
+    secure: SecureServer,
+) -> None:
+    from groupcoord.protocol.messages import produce as pr
+    from tests.log.log_helpers import make_batch
+
+    port = secure.sasl_plain
+    before = end_offset(port, "orders")
+    writer, _, ok = scram_login(
+        port, "writer-secret", user="writer"
+    )  # WRITE on orders, no TransactionalId ACL
+    assert ok.error_code == 0
+    batch = make_batch(1, pid=7, epoch=0, seq=0, transactional=True)
+    data = (
+        pr.TopicProduceData(name="orders", partition_data=(pr.PartitionProduceData(index=0, records=batch),)),
+    )
+    for tid in ("eos-not-mine", None):
+        resp = writer.request(
+            0, 9, pr.ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=5000, topic_data=data)
+        )
+        assert resp.responses[0].partition_responses[0].error_code == TXN_ID_DENIED
+    assert end_offset(port, "orders") == before
