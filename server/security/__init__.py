@@ -106,6 +106,13 @@ class Security:
             return True
         return self.authorizer.authorize(principal, host, operation, resource_type, name)
 
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: int, resource_type: int
+    ) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize_by_resource_type(principal, host, operation, resource_type)
+
     def operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         assert self.authorizer is not None
         return self.authorizer.operations(principal, host, resource_type, name)

@@ -147,6 +147,40 @@ class Authorizer:
                 allowed = True
         return allowed
 
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: int, resource_type: int
+    ) -> bool:
+        """Whether some resource of the type allows the operation (Kafka's `Authorizer.authorizeByResourceType`).
+
+        InitProducerId uses it for idempotent producers (WRITE on any topic, KIP-679). As Kafka's default: a
+        super user (or a principal the no-ACL rule lets in) is allowed through a made-up name; a wildcard DENY
+        refuses; an ALLOW counts unless a DENY of the same literal name or of a prefix of it overrides it.
+        """
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        deny_literal: set[str] = set()
+        deny_prefixed: set[str] = set()
+        allows: list[tuple[int, str]] = []
+        for b in self.bindings:
+            if b.resource_type != resource_type or b.host not in (host, WILDCARD):
+                continue
+            if b.principal not in (principal, "User:*") or b.operation not in (operation, ALL):
+                continue
+            if b.permission == DENY:
+                if b.pattern_type == LITERAL and b.resource_name == WILDCARD:
+                    return False
+                (deny_literal if b.pattern_type == LITERAL else deny_prefixed).add(b.resource_name)
+            elif b.permission == ALLOW:
+                if b.pattern_type == LITERAL and b.resource_name == WILDCARD:
+                    return True
+                allows.append((b.pattern_type, b.resource_name))
+        for pattern, name in allows:
+            if pattern == LITERAL and name in deny_literal:
+                continue
+            if not any(name[:i] in deny_prefixed for i in range(1, len(name) + 1)):
+                return True
+        return False
+
     def operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         """The authorized-operations bit set Kafka returns for a resource (bit n = AclOperation n)."""
         return sum(

@@ -96,3 +96,21 @@ def test_bindings_kafka_refuses_are_refused() -> None:
     assert binding_problem(acl(CLUSTER, CLUSTER_NAME, ALTER)) is None
     assert binding_problem(AclBinding(GROUP, "g", LITERAL, "alice", "*", READ, ALLOW)) is not None
     assert binding_problem(AclBinding(GROUP, "g", 1, "User:a", "*", READ, ALLOW)) is not None
+
+
+def test_write_on_some_topic_is_found_by_resource_type_unless_a_deny_covers_it() -> None:
+    def by_type(*bindings: AclBinding, **kw: object) -> bool:
+        return authorizer(*bindings, **kw).authorize_by_resource_type("User:a", "h", WRITE, TOPIC)  # type: ignore[arg-type]
+
+    assert by_type(acl(TOPIC, "orders", WRITE))
+    assert by_type(acl(TOPIC, "ord", WRITE, pattern=PREFIXED))
+    assert not by_type(acl(TOPIC, "orders", READ))
+    assert not by_type(acl(TOPIC, "orders", WRITE, who="User:b"))
+    assert not by_type(acl(TOPIC, "orders", WRITE), acl(TOPIC, "orders", WRITE, DENY))
+    assert not by_type(acl(TOPIC, "orders", WRITE), acl(TOPIC, "or", ALL, DENY, pattern=PREFIXED))
+    assert not by_type(acl(TOPIC, "orders", WRITE), acl(TOPIC, "*", WRITE, DENY))
+    assert by_type(acl(TOPIC, "orders", WRITE), acl(TOPIC, "audit", WRITE, DENY))
+    assert by_type(acl(TOPIC, "*", WRITE))
+    assert by_type(supers=("User:a",))
+    assert by_type(allow_if_none=True)
+    assert not by_type()
