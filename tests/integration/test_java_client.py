@@ -270,7 +270,12 @@ def test_java_exactly_once_loop_abort_and_zombie_fencing(groupcoord_server, run_
     offsets commit together, an aborted transaction is invisible to read_committed readers (visible to
     read_uncommitted ones) and leaves the group's offset alone, and a second producer fences the first."""
     d = run_java(
-        "TxnDriver", groupcoord_server.bootstrap, "java-eos-in", "java-eos-out", "java-eos-g", "java-eos"
+        "TxnDriver",
+        groupcoord_server.bootstrap,
+        unique("java-eos-in"),
+        unique("java-eos-out"),
+        unique("java-eos-g"),
+        unique("java-eos"),
     )
     d.finish(timeout=120)
     assert d.of("consumed")[0]["count"] == 10

@@ -16,6 +16,7 @@ from aiokafka.structs import OffsetAndMetadata
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_fetch as of
 from tests.integration.helpers import RawClient
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -56,9 +57,10 @@ async def read_all(bootstrap: str, topic: str, isolation: str, settle: float = 1
     return got
 
 
-def fetch_stable(port: int, group: str, topic: str) -> tuple[int, int]:
-    """(offset, error) of partition 0 from OffsetFetch v7 with RequireStable."""
-    raw = RawClient("127.0.0.1", port)
+def fetch_stable(srv, group: str, topic: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """(offset, error) of partition 0 from OffsetFetch v7 with RequireStable, from server `srv` (its own
+    subprocess or the shared one of GROUPCOORD_BOOTSTRAP)."""
+    raw = RawClient(srv.host, srv.port)
     try:
         req = of.OffsetFetchRequest(
             group_id=group,
@@ -76,16 +78,17 @@ async def test_exactly_once_loop_commits_output_and_offsets_together_and_abort_h
     groupcoord_server,
 ) -> None:
     srv = groupcoord_server
-    await produce_plain(srv.bootstrap, "eos-in", [f"in-{i}".encode() for i in range(10)])
+    t_in, t_out, group = unique("eos-in"), unique("eos-out"), unique("eos")
+    await produce_plain(srv.bootstrap, t_in, [f"in-{i}".encode() for i in range(10)])
     consumer = AIOKafkaConsumer(
-        "eos-in",
+        t_in,
         bootstrap_servers=srv.bootstrap,
-        group_id="eos",
+        group_id=group,
         isolation_level="read_committed",
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
-    producer = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="eos-app")
+    producer = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id=unique("eos-app"))
     await consumer.start()
     await producer.start()
     try:
@@ -93,52 +96,53 @@ async def test_exactly_once_loop_commits_output_and_offsets_together_and_abort_h
         while len(got) < 10:
             for msgs in (await consumer.getmany(timeout_ms=500)).values():
                 got += msgs
-        tp = TopicPartition("eos-in", 0)
+        tp = TopicPartition(t_in, 0)
         async with producer.transaction():  # the committed transaction
             for m in got:
-                await producer.send_and_wait("eos-out", m.value.replace(b"in", b"out"), partition=0)
-            await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(got[-1].offset + 1, "")}, "eos")
-        assert fetch_stable(srv.port, "eos", "eos-in") == (10, 0)
+                await producer.send_and_wait(t_out, m.value.replace(b"in", b"out"), partition=0)
+            await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(got[-1].offset + 1, "")}, group)
+        assert fetch_stable(srv, group, t_in) == (10, 0)
 
         await producer.begin_transaction()  # the aborted one
         for i in range(5):
-            await producer.send_and_wait("eos-out", b"doomed-%d" % i, partition=0)
-        await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(99, "")}, "eos")
-        assert fetch_stable(srv.port, "eos", "eos-in")[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT
-        pending_view = await read_all(srv.bootstrap, "eos-out", "read_committed", settle=0.5)
+            await producer.send_and_wait(t_out, b"doomed-%d" % i, partition=0)
+        await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(99, "")}, group)
+        assert fetch_stable(srv, group, t_in)[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+        pending_view = await read_all(srv.bootstrap, t_out, "read_committed", settle=0.5)
         assert pending_view == [f"out-{i}".encode() for i in range(10)]  # stops at the LSO
         await producer.abort_transaction()
-        assert fetch_stable(srv.port, "eos", "eos-in") == (10, 0)
+        assert fetch_stable(srv, group, t_in) == (10, 0)
     finally:
         await producer.stop()
         await consumer.stop()
-    committed = await read_all(srv.bootstrap, "eos-out", "read_committed")
-    uncommitted = await read_all(srv.bootstrap, "eos-out", "read_uncommitted")
+    committed = await read_all(srv.bootstrap, t_out, "read_committed")
+    uncommitted = await read_all(srv.bootstrap, t_out, "read_uncommitted")
     assert committed == [f"out-{i}".encode() for i in range(10)]
     assert uncommitted == committed + [b"doomed-%d" % i for i in range(5)]
 
 
 async def test_second_producer_with_the_same_transactional_id_fences_the_zombie(groupcoord_server) -> None:
     srv = groupcoord_server
-    zombie = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="fenced-app")
+    t_out, txid = unique("fence-out"), unique("fenced-app")
+    zombie = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id=txid)
     await zombie.start()
     await zombie.begin_transaction()
-    await zombie.send_and_wait("fence-out", b"zombie", partition=0)
-    successor = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="fenced-app")
+    await zombie.send_and_wait(t_out, b"zombie", partition=0)
+    successor = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id=txid)
     await successor.start()  # InitProducerId aborts the zombie's transaction and bumps the epoch
     try:
         async with successor.transaction():
-            await successor.send_and_wait("fence-out", b"successor", partition=0)
+            await successor.send_and_wait(t_out, b"successor", partition=0)
         with pytest.raises((ProducerFenced, KafkaError)):
-            await zombie.send_and_wait("fence-out", b"zombie-again", partition=0)
+            await zombie.send_and_wait(t_out, b"zombie-again", partition=0)
             await zombie.commit_transaction()
     finally:
         await successor.stop()
         with pytest.raises(Exception):  # noqa: B017 - a fenced producer may fail to stop cleanly
             await asyncio.wait_for(zombie.stop(), 5)
             raise RuntimeError("stopped")
-    assert await read_all(srv.bootstrap, "fence-out", "read_committed") == [b"successor"]
-    assert await read_all(srv.bootstrap, "fence-out", "read_uncommitted") == [b"zombie", b"successor"]
+    assert await read_all(srv.bootstrap, t_out, "read_committed") == [b"successor"]
+    assert await read_all(srv.bootstrap, t_out, "read_uncommitted") == [b"zombie", b"successor"]
 
 
 async def test_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(server_factory) -> None:

@@ -8,6 +8,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from tests.integration.names import unique
+
 pytestmark = [pytest.mark.integration]
 
 
@@ -37,22 +39,23 @@ def consume_all(bootstrap: str, topic: str, isolation: str, settle: float = 1.5)
 
 def test_confluent_exactly_once_loop_and_abort(groupcoord_server) -> None:
     srv = groupcoord_server
+    t_in, t_out, group, txid = unique("ck-in"), unique("ck-out"), unique("ck-eos"), unique("ck-app")
     plain = Producer({"bootstrap.servers": srv.bootstrap})
     for i in range(5):
-        plain.produce("ck-in", f"in-{i}".encode(), partition=0)
+        plain.produce(t_in, f"in-{i}".encode(), partition=0)
     assert plain.flush(10) == 0
 
     consumer = Consumer(
         {
             "bootstrap.servers": srv.bootstrap,
-            "group.id": "ck-eos",
+            "group.id": group,
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
         }
     )
-    consumer.subscribe(["ck-in"])
-    producer = Producer({"bootstrap.servers": srv.bootstrap, "transactional.id": "ck-app"})
+    consumer.subscribe([t_in])
+    producer = Producer({"bootstrap.servers": srv.bootstrap, "transactional.id": txid})
     producer.init_transactions(20)
     try:
         got = []
@@ -64,22 +67,22 @@ def test_confluent_exactly_once_loop_and_abort(groupcoord_server) -> None:
         assert len(got) == 5
         producer.begin_transaction()
         for m in got:
-            producer.produce("ck-out", m.value().replace(b"in", b"out"), partition=0)
+            producer.produce(t_out, m.value().replace(b"in", b"out"), partition=0)
         producer.send_offsets_to_transaction(
-            [TopicPartition("ck-in", 0, got[-1].offset() + 1)], consumer.consumer_group_metadata(), 20
+            [TopicPartition(t_in, 0, got[-1].offset() + 1)], consumer.consumer_group_metadata(), 20
         )
         producer.commit_transaction(20)
 
         producer.begin_transaction()
-        producer.produce("ck-out", b"doomed", partition=0)
+        producer.produce(t_out, b"doomed", partition=0)
         assert producer.flush(20) == 0  # written (librdkafka purges unsent messages on abort)
         producer.send_offsets_to_transaction(
-            [TopicPartition("ck-in", 0, 42)], consumer.consumer_group_metadata(), 20
+            [TopicPartition(t_in, 0, 42)], consumer.consumer_group_metadata(), 20
         )
         producer.abort_transaction(20)
-        (committed,) = consumer.committed([TopicPartition("ck-in", 0)], timeout=10)
+        (committed,) = consumer.committed([TopicPartition(t_in, 0)], timeout=10)
         assert committed.offset == 5
     finally:
         consumer.close()
-    assert consume_all(srv.bootstrap, "ck-out", "read_committed") == [f"out-{i}".encode() for i in range(5)]
-    assert consume_all(srv.bootstrap, "ck-out", "read_uncommitted")[-1] == b"doomed"
+    assert consume_all(srv.bootstrap, t_out, "read_committed") == [f"out-{i}".encode() for i in range(5)]
+    assert consume_all(srv.bootstrap, t_out, "read_uncommitted")[-1] == b"doomed"

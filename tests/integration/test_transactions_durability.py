@@ -39,17 +39,17 @@ async def test_kill_9_mid_transaction_then_restart_aborts_it_after_the_timeout(
     await p.begin_transaction()
     await p.send_and_wait("k-out", b"b", partition=0)
     await p.send_offsets_to_transaction({tp: OffsetAndMetadata(99, "")}, "kg")
-    assert fetch_stable(srv.port, "kg", "k-in")[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT
+    assert fetch_stable(srv, "kg", "k-in")[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT
     srv.kill()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(p.stop(), 2)
     srv.start()
 
     deadline = time.monotonic() + 20
-    while fetch_stable(srv.port, "kg", "k-in")[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT:
+    while fetch_stable(srv, "kg", "k-in")[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT:
         assert time.monotonic() < deadline, "the ongoing transaction was never aborted"
         await asyncio.sleep(0.2)
-    assert fetch_stable(srv.port, "kg", "k-in") == (3, 0)  # the aborted offsets were dropped
+    assert fetch_stable(srv, "kg", "k-in") == (3, 0)  # the aborted offsets were dropped
     assert await read_all(srv.bootstrap, "k-out", "read_committed", settle=0.5) == [b"a"]
     assert await read_all(srv.bootstrap, "k-out", "read_uncommitted", settle=0.5) == [b"a", b"b"]
 
