@@ -119,7 +119,11 @@ async def test_max_version_outside_our_range_is_refused(groupcoord) -> None:  # 
 
 
 def _kafka_python_joins(bootstrap: str, group: str) -> None:
-    c = KafkaConsumer("t", bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10_000)
+    # metadata refreshed every 500 ms: a leader that assigned before its metadata had the auto-created topic
+    # sees it and rejoins at once (kafka-python's default is 5 minutes)
+    c = KafkaConsumer(
+        "t", bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10_000, metadata_max_age_ms=500
+    )
     try:
         deadline = time.monotonic() + 20
         while not c.assignment():
