@@ -7,12 +7,12 @@ environment, the environment beats the default. Defaults are Kafka's.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupcoord.server.coordinator.types import CoordinatorConfig
+from groupcoord.server.journal_roll import pyarrow_available
 from groupcoord.server.listeners import Listener, ListenerError, build_listeners, single_plaintext
 
 
@@ -470,7 +470,7 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--journal-lag-snapshot-interval-ms must be 0 (off) or positive")
     if cfg.journal_parquet not in ("auto", "on", "off"):
         problems.append("--journal-parquet must be auto, on or off")
-    elif cfg.journal_parquet == "on" and importlib.util.find_spec("pyarrow") is None:
+    elif cfg.journal_parquet == "on" and not pyarrow_available():
         problems.append(
             "--journal-parquet on needs pyarrow, which is not installed (pip install 'groupcoord[columnar]', "
             "or use auto/off)"

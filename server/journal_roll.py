@@ -46,7 +46,10 @@ _NAME = re.compile(r"^journal-(\d+)-(\d+)\.(jsonl|parquet)$")
 
 def pyarrow_available() -> bool:
     """Whether pyarrow can be imported, without importing it (the server never loads it itself)."""
-    return importlib.util.find_spec("pyarrow") is not None
+    try:
+        return importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as none
+        return False
 
 
 def parquet_enabled(mode: str) -> bool:

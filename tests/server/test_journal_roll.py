@@ -164,3 +164,34 @@ def test_journal_cat_prints_the_events_of_parquet_and_jsonl_segments_in_file_ord
     )
     assert r.returncode == 0, r.stderr
     assert [json.loads(ln) for ln in r.stdout.splitlines()] == [*_events(), *first]
+
+
+_WITHOUT_PYARROW = """
+import sys
+class Hide:  # pyarrow is not installed, as far as this process can tell
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pyarrow" or name.startswith("pyarrow."):
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Hide())
+from groupcoord.server.cli import main
+sys.exit(main(["serve", "--journal-parquet", sys.argv[1], "--port", "0", "--data-dir", sys.argv[2]]))
+"""
+
+
+def test_journal_parquet_on_without_pyarrow_refuses_to_start_with_a_clear_message(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PYARROW, "on", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode != 0
+    assert "--journal-parquet on needs pyarrow" in r.stderr, r.stderr
+
+
+def test_an_unknown_journal_parquet_value_is_refused() -> None:
+    from groupcoord.server.cli import main
+
+    with pytest.raises(SystemExit, match="--journal-parquet must be auto, on or off"):
+        main(["serve", "--journal-parquet", "sometimes"])
