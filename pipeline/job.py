@@ -159,7 +159,7 @@ def run_job(
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
 
-    parsed_files = len(files)
+    parsed_files = sum(f.endswith(".jsonl") for f in files)  # Parquet segments are not parsed
     if checkpoint_dir is None:
         progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
         prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))

@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -285,16 +286,12 @@ class JournalRoller:
             if self._closed:
                 return
             if self._pool is None:
-                self._pool = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
-                )
+                self._pool = _new_pool()
             try:
                 fut = self._pool.submit(roll_file, str(path))
             except concurrent.futures.BrokenExecutor:  # the worker died (OOM kill, say): start a new one
                 self._pool.shutdown(wait=False)
-                self._pool = concurrent.futures.ProcessPoolExecutor(
-                    max_workers=1, mp_context=multiprocessing.get_context("spawn")
-                )
+                self._pool = _new_pool()
                 fut = self._pool.submit(roll_file, str(path))
         fut.add_done_callback(lambda f: self._done(f, path))
 
@@ -328,6 +325,18 @@ class JournalRoller:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _new_pool() -> concurrent.futures.ProcessPoolExecutor:
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+    )
+
+
+def _worker_init() -> None:
+    """Ctrl-C reaches the whole process group: the worker leaves stopping to the server, which lets a running
+    roll finish (an interrupted one would only be redone at the next start)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def roll_closed(directory: Path) -> list[RollResult]:
