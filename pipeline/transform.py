@@ -108,10 +108,13 @@ def read_journal(
     """
     parquet, jsonl = segment_paths(spark, data_dir)
     frames = []
-    if parquet:
-        frames.append(spark.read.schema(JOURNAL_SCHEMA).parquet(*parquet))
+    # JSON first: Spark lists files when a reader is created, so a file the running coordinator rolls
+    # between the two listings is in one of them, never neither. One rolled after both listings is missing
+    # when the job reads it: the job fails (docs/report.md: run it again) rather than silently lose it.
     if jsonl:
         frames.append(spark.read.schema(JOURNAL_SCHEMA).option("mode", "DROPMALFORMED").json(jsonl))
+    if parquet:
+        frames.append(spark.read.schema(JOURNAL_SCHEMA).parquet(*parquet))
     if not frames:
         raise FileNotFoundError(f"no journal files: {journal_glob(data_dir)} matched nothing")
     df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
