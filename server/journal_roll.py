@@ -335,8 +335,19 @@ def _new_pool() -> concurrent.futures.ProcessPoolExecutor:
 
 def _worker_init() -> None:
     """Ctrl-C reaches the whole process group: the worker leaves stopping to the server, which lets a running
-    roll finish (an interrupted one would only be redone at the next start)."""
+    roll finish (an interrupted one would only be redone at the next start). A server killed outright (SIGKILL,
+    the OOM killer) cannot stop its worker, and the worker's queue never reports the loss (it holds both ends
+    of its pipes): a watchdog thread ends the worker once its parent is gone. A roll cut short that way leaves
+    at most a `.tmp` file, which the next start deletes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="journal-roll-watchdog", daemon=True).start()
 
 
 def roll_closed(directory: Path) -> list[RollResult]:

@@ -50,7 +50,7 @@ async def _wait_for(pred: Any, timeout: float, what: str) -> None:
 async def test_rotated_journal_files_become_parquet_and_report_the_same_as_json_lines(
     server_factory: Any, spark: Any, tmp_path: Path
 ) -> None:
-    server = server_factory("--journal-max-bytes", "1500", "--journal-parquet", "on").start()
+    server = server_factory("--journal-max-bytes", "1500", "--journal-parquet", "on")
     journal = server.data_dir / "journal"
     admin = AIOKafkaAdminClient(bootstrap_servers=server.bootstrap)
     await admin.start()

@@ -195,3 +195,37 @@ def test_an_unknown_journal_parquet_value_is_refused() -> None:
 
     with pytest.raises(SystemExit, match="--journal-parquet must be auto, on or off"):
         main(["serve", "--journal-parquet", "sometimes"])
+
+
+def _children(pid: int) -> set[int]:
+    kids: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids.update(int(k) for k in (task / "children").read_text().split())
+    return kids
+
+
+def test_a_server_rolls_files_of_earlier_processes_at_start_and_its_worker_dies_with_it(
+    server_factory: Any, tmp_path: Path
+) -> None:
+    d = tmp_path / "data" / "journal"
+    left = _write(d / "journal-100-00000.jsonl", _events())  # an earlier process's closed file
+    twin = _write(d / "journal-100-00001.jsonl", _events())
+    roll_file(_write(tmp_path / "journal-100-00001.jsonl", _events()))  # its twin was already rolled
+    (tmp_path / "journal-100-00001.parquet").rename(d / "journal-100-00001.parquet")
+    server = server_factory("--journal-parquet", "on", data_dir=tmp_path / "data")
+    assert not twin.exists()  # deleted before the server listens
+    deadline = time.monotonic() + 60
+    while left.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left.exists()
+    assert list(read_segment(d / "journal-100-00000.parquet")) == _events()
+    assert server.proc is not None
+    workers = _children(server.proc.pid)
+    assert workers, "the roll worker process is gone already"
+    server.kill()  # SIGKILL: the server cannot stop its worker
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{w}").exists() for w in workers), (
+        "an orphaned roll worker outlived its server"
+    )
