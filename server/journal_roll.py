@@ -329,21 +329,23 @@ class JournalRoller:
 
 def _new_pool() -> concurrent.futures.ProcessPoolExecutor:
     return concurrent.futures.ProcessPoolExecutor(
-        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init
+        max_workers=1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
     )
 
 
-def _worker_init() -> None:
+def _worker_init(server_pid: int) -> None:
     """Ctrl-C reaches the whole process group: the worker leaves stopping to the server, which lets a running
     roll finish (an interrupted one would only be redone at the next start). A server killed outright (SIGKILL,
     the OOM killer) cannot stop its worker, and the worker's queue never reports the loss (it holds both ends
     of its pipes): a watchdog thread ends the worker once its parent is gone. A roll cut short that way leaves
     at most a `.tmp` file, which the next start deletes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
 
-    def watch() -> None:
-        while os.getppid() == parent:
+    def watch() -> None:  # the server's pid comes from the server: it may die before this process starts
+        while os.getppid() == server_pid:
             time.sleep(1.0)
         os._exit(0)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -229,3 +231,35 @@ def test_a_server_rolls_files_of_earlier_processes_at_start_and_its_worker_dies_
     assert not any(Path(f"/proc/{w}").exists() for w in workers), (
         "an orphaned roll worker outlived its server"
     )
+
+
+_SUBMIT_AND_DIE = """
+import os, signal, sys
+from pathlib import Path
+from groupcoord.server.journal_roll import JournalRoller
+JournalRoller(Path(sys.argv[1]).parent).submit(Path(sys.argv[1]))  # starts the worker process
+os.kill(os.getpid(), signal.SIGKILL)  # gone before the worker has even imported its code
+"""
+
+
+def _marked(marker: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker.encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_roll_worker_whose_server_died_before_it_started_ends_itself(tmp_path: Path) -> None:
+    src = _write(tmp_path / "journal-1-00000.jsonl", _events())
+    marker = f"GROUPCOORD_TEST_ROLL_ORPHAN={tmp_path}"
+    env = dict(os.environ, GROUPCOORD_TEST_ROLL_ORPHAN=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", _SUBMIT_AND_DIE, str(src)], env=env, timeout=60)
+    assert r.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _marked(marker), "a roll worker outlived the server that started it"
