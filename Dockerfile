@@ -16,10 +16,11 @@ ENV VIRTUAL_ENV=/opt/venv \
     PYTHONUNBUFFERED=1
 WORKDIR /app
 # Dependencies first, in their own layer: a source change rebuilds only the small layer below. Versions come
-# from constraints.txt, the same pins `make setup` installs.
+# from constraints.txt, the same pins `make setup` installs. The server gets the `columnar` extra (pyarrow):
+# it rolls closed journal files into Parquet segments.
 COPY pyproject.toml constraints.txt ./
 RUN python3 -m venv /opt/venv \
- && python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+ && python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['columnar']))" > /tmp/requirements.txt \
  && pip install --quiet -c constraints.txt -r /tmp/requirements.txt setuptools \
  && rm /tmp/requirements.txt
 COPY README.md ./

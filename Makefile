@@ -62,8 +62,10 @@ bench: setup
 	$(BIN)/python bench/txn.py
 
 BENCH_EVENTS ?= 50000000
+# parquet: the generator rolls each file it closes into a Parquet segment, as the coordinator does; jsonl: not
+BENCH_FORMAT ?= parquet
 bench-report: setup
-	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events $(BENCH_EVENTS) --groups 50000
+	$(BIN)/python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events $(BENCH_EVENTS) --groups 50000 --format $(BENCH_FORMAT)
 	$(BIN)/python -m groupcoord.pipeline.bench --data-dir /tmp/groupcoord-bench-journal
 	rm -rf /tmp/groupcoord-bench-checkpoint
 	$(BIN)/python -m groupcoord.pipeline.bench --data-dir /tmp/groupcoord-bench-journal --checkpoint-dir /tmp/groupcoord-bench-checkpoint

@@ -14,7 +14,10 @@ worker processes, each writing its own files as if it were a separate coordinato
 events are in time order and `seq` increases; across groups a file is only roughly time ordered (a group's
 whole storm is emitted at once), which the pipeline does not depend on.
 
-Usage: python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000
+Usage: python bench/journal_gen.py --out /tmp/groupcoord-bench-journal --events 10000000 --groups 10000 [--format parquet]
+
+With `--format parquet` each worker rolls every file it closes into `journal-<start-ms>-<seq>.parquet` with the
+coordinator's own roll function (server/journal_roll.py) and the roll time is printed apart.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from groupcoord.server.journal import JOURNAL_VERSION
+
 NULL = "null"
 
 
@@ -39,8 +44,10 @@ def _q(s: str | None) -> str:
 class _Writer:
     """Buffers lines and rotates files by size, like the coordinator's journal writer."""
 
-    def __init__(self, directory: Path, start_ms: int, max_bytes: int) -> None:
+    def __init__(self, directory: Path, start_ms: int, max_bytes: int, parquet: bool = False) -> None:
         self.directory = directory
+        self.parquet = parquet
+        self.roll_seconds = 0.0
         self.start_ms = start_ms
         self.max_bytes = max_bytes
         self.file_seq = 0
@@ -53,7 +60,7 @@ class _Writer:
 
     def _open(self) -> None:
         if self.fh is not None:
-            self.fh.close()
+            self._close_file()
         path = self.directory / f"journal-{self.start_ms}-{self.file_seq:06d}.jsonl"
         self.file_seq += 1
         self.fh = open(path, "w", encoding="ascii")  # noqa: SIM115 - rotated by hand
@@ -77,9 +84,19 @@ class _Writer:
         if self.file_bytes >= self.max_bytes:
             self._open()
 
+    def _close_file(self) -> None:
+        """Close the current file; with --format parquet roll it as the coordinator does (and time that)."""
+        self.fh.close()
+        if self.parquet:
+            from groupcoord.server.journal_roll import roll_file
+
+            t0 = time.perf_counter()
+            roll_file(self.fh.name)
+            self.roll_seconds += time.perf_counter() - t0
+
     def close(self) -> None:
         self.flush()
-        self.fh.close()
+        self._close_file()
 
 
 class _Group:
@@ -120,7 +137,7 @@ class _Group:
         iid = self.instance.get(member) if member else None
         cid = self.client.get(member) if member else None
         return (
-            f'{{"ts":{ts},"seq":{self.w.next_seq()},"group":"{self.name}","event":"{event}",'
+            f'{{"v":{JOURNAL_VERSION},"ts":{ts},"seq":{self.w.next_seq()},"group":"{self.name}","event":"{event}",'
             f'"generation":{self.generation},"state_from":{_q(state_from)},"state_to":{_q(state_to)},'
             f'"reason":{_q(reason)},"member_id":{_q(member)},"previous_member_id":{_q(previous)},'
             f'"group_instance_id":{_q(iid)},"client_id":{_q(cid)},"members":{len(self.members)},'
@@ -334,12 +351,13 @@ class _Emitter:
         return self.seq
 
 
-def _work(job: tuple[int, int, int, int, str, int, int, int]) -> int:
-    """Simulate groups [first, first+count) until about `events` lines are written; returns lines written."""
-    worker, first, count, events, out, start_ms, seed, max_bytes = job
+def _work(job: tuple[int, int, int, int, str, int, int, int, bool]) -> tuple[int, float]:
+    """Simulate groups [first, first+count) until about `events` lines are written; returns (lines written,
+    seconds spent rolling files into Parquet)."""
+    worker, first, count, events, out, start_ms, seed, max_bytes, parquet = job
     rng = random.Random(seed * 1000003 + worker)
     emitter = _Emitter()
-    writer = _Writer(Path(out), start_ms + worker, max_bytes)
+    writer = _Writer(Path(out), start_ms + worker, max_bytes, parquet)
     groups = [_Group(f"group-{first + i:05d}", rng, emitter) for i in range(count)]
     span = 24 * 3600 * 1000  # groups are born during the first day, storms follow
     heap = [(start_ms + rng.randrange(span), i) for i in range(count)]
@@ -350,7 +368,7 @@ def _work(job: tuple[int, int, int, int, str, int, int, int]) -> int:
         writer.add(lines)
         heapq.heappush(heap, (end + int(rng.expovariate(1 / 900_000)) + 1, i))
     writer.close()
-    return writer.events
+    return writer.events, writer.roll_seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,12 +381,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--start-ms", type=int, default=1_763_812_000_000)
-    p.add_argument("--file-max-bytes", type=int, default=256 << 20)
+    p.add_argument(
+        "--file-max-bytes",
+        type=int,
+        default=None,
+        help="rotate files at this size (default: 256 MiB for jsonl, the coordinator's 64 MiB for parquet)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        default="jsonl",
+        help="parquet: each worker rolls every file it closes with the coordinator's own roll function",
+    )
     args = p.parse_args(argv)
+    parquet = args.format == "parquet"
+    max_bytes = args.file_max_bytes or ((64 if parquet else 256) << 20)
 
     journal = args.out / "journal"
     journal.mkdir(parents=True, exist_ok=True)
-    for old in journal.glob("*.jsonl"):
+    for old in (*journal.glob("*.jsonl"), *journal.glob("*.parquet")):
         old.unlink()
     workers = max(1, min(args.workers, args.groups))
     jobs = []
@@ -376,20 +407,29 @@ def main(argv: list[str] | None = None) -> int:
         first = args.groups * w // workers
         count = args.groups * (w + 1) // workers - first
         events = args.events * (w + 1) // workers - args.events * w // workers
-        jobs.append((w, first, count, events, str(journal), args.start_ms, args.seed, args.file_max_bytes))
+        jobs.append((w, first, count, events, str(journal), args.start_ms, args.seed, max_bytes, parquet))
     t0 = time.perf_counter()
     if workers == 1:
-        counts = [_work(jobs[0])]
+        results = [_work(jobs[0])]
     else:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            counts = pool.map(_work, jobs)
+            results = pool.map(_work, jobs)
     secs = time.perf_counter() - t0
-    size = sum(f.stat().st_size for f in journal.glob("*.jsonl"))
+    events = sum(n for n, _ in results)
+    files = [*journal.glob("*.jsonl"), *journal.glob("*.parquet")]
+    size = sum(f.stat().st_size for f in files)
     print(
-        f"wrote {sum(counts):,} events for {args.groups:,} groups to {journal} "
-        f"({size / 1e9:.2f} GB) in {secs:.1f}s",
+        f"wrote {events:,} events for {args.groups:,} groups to {journal} "
+        f"({size / 1e9:.2f} GB, {size / max(events, 1):.0f} bytes/event, {args.format}) in {secs:.1f}s",
         file=sys.stderr,
     )
+    if parquet:
+        roll = sum(s for _, s in results)
+        print(
+            f"roll: {roll:.1f}s of worker time ({events / max(roll, 1e-9):,.0f} events/s per core), "
+            "included above",
+            file=sys.stderr,
+        )
     return 0
 
 

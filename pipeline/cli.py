@@ -60,7 +60,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
         required=True,
-        help="the coordinator's data dir (reads <data-dir>/journal/*.jsonl); a URI (hdfs://...) on a cluster",
+        help="the coordinator's data dir (reads <data-dir>/journal/*.parquet and *.jsonl); a URI (hdfs://...) on a cluster",
     )
     parser.add_argument(
         "--out", required=True, type=Path, help="output dir: tables/, summary.json, report.html, *.png"

@@ -2,23 +2,28 @@
 
 With `--checkpoint-dir C` the job does not parse the whole journal each time. It keeps:
 
-* `C/staged/file=<journal file name>/*.parquet`: the prepared events (`transform.prepare`: the columns the
-  report uses, assignments already hashed) of every journal file read so far, one partition per file;
+* `C/staged/journal_file=<journal file name>/*.parquet`: the prepared events (`transform.prepare`: the
+  columns the report uses, assignments already hashed) of every JSONL journal file read so far, one
+  partition per file;
 * `C/checkpoint.json`: `{"version": 1, "files": {name: size_in_bytes_when_read}}`.
 
-A run parses only the journal files that are new or whose size changed since the checkpoint (the file the
+A run parses only the JSONL files that are new or whose size changed since the checkpoint (the file the
 coordinator is still appending to, or one that had a torn last line), replaces just their partitions
-(dynamic partition overwrite), then writes the checkpoint (temp file + rename). The report is then computed
-from the staged Parquet: columnar, no JSON, so a scheduled run over months of journal costs the JSON parse of
-the new bytes plus a Parquet scan. A crash between the two writes only means the next run parses those
-files again. Partitions of journal files that retention has since deleted are kept: the report still covers
-them. Rebalances that span two runs are whole, because the analytics always see every staged event.
+(dynamic partition overwrite), then writes the checkpoint (temp file + rename). Parquet segments (closed
+files the coordinator rolled, docs/journal.md) are already columnar: they are read directly, never staged.
+When a staged JSONL file has since been rolled into a segment, its partition is dropped (the segment now
+holds its events; keeping both would count them twice). The report is then computed from the staged and
+segment Parquet: no JSON, so a scheduled run over months of journal costs the JSON parse of the new bytes
+plus a Parquet scan. A crash between the writes only means the next run parses those files again.
+Partitions of journal files that retention has since deleted are kept: the report still covers them.
+Rebalances that span two runs are whole, because the analytics always see every event.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +66,8 @@ def save_checkpoint(checkpoint_dir: Path, files: dict[str, int]) -> None:
 
 
 def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> Staged:
-    """Parse the new and grown journal files into the staged Parquet; returns all staged events (prepared)."""
+    """Parse the new and grown JSONL files into the staged Parquet; returns all events (prepared): the staged
+    ones and those of the Parquet segments, read directly."""
     if T.is_uri(data_dir):
         raise ValueError(
             "--checkpoint-dir needs a local --data-dir (journal files are listed by name and size)"
@@ -69,7 +75,15 @@ def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> St
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     staged_dir = checkpoint_dir / "staged"
     done = load_checkpoint(checkpoint_dir)
-    sizes = {Path(f).name: Path(f).stat().st_size for f in T.journal_files(data_dir)}  # before reading
+    files = T.journal_files(data_dir)
+    segments = {Path(f).name for f in files if f.endswith(".parquet")}
+    # staged JSONL files the coordinator has since rolled into Parquet: their events now come from the
+    # segment, so their partitions go (first: a crash before the checkpoint is saved just repeats this)
+    rolled = sorted(n for n in done if Path(n).with_suffix(".parquet").name in segments)
+    for name in rolled:
+        shutil.rmtree(staged_dir / f"{FILE_COLUMN}={name}", ignore_errors=True)
+    done = {n: size for n, size in done.items() if n not in rolled}
+    sizes = {Path(f).name: Path(f).stat().st_size for f in files if f.endswith(".jsonl")}  # before reading
     todo = sorted(name for name, size in sizes.items() if done.get(name) != size)
     if todo:
         journal = Path(data_dir) / "journal"
@@ -78,7 +92,7 @@ def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> St
             .option("mode", "DROPMALFORMED")
             .json([str(journal / n) for n in todo])
         )
-        events = raw.filter(F.col("ts").isNotNull() & F.col("group").isNotNull() & F.col("event").isNotNull())
+        events = T.filter_events(raw, None, None)
         name = F.regexp_extract(F.input_file_name(), r"([^/]+)$", 1)
         (
             T.prepare(events)
@@ -88,8 +102,19 @@ def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> St
             .partitionBy(FILE_COLUMN)
             .parquet(str(staged_dir))
         )
+    if todo or rolled:
         save_checkpoint(checkpoint_dir, {**done, **{n: sizes[n] for n in todo}})
-    return Staged(todo, spark.read.parquet(str(staged_dir)).drop(FILE_COLUMN))
+    frames = []
+    if any(staged_dir.glob(f"{FILE_COLUMN}=*")):
+        frames.append(spark.read.parquet(str(staged_dir)).drop(FILE_COLUMN))
+    parquet, _ = T.segment_paths(spark, data_dir)
+    if parquet:
+        segment_events = spark.read.schema(JOURNAL_SCHEMA).parquet(*parquet)
+        frames.append(T.prepare(T.filter_events(segment_events, None, None)))
+    if not frames:
+        raise FileNotFoundError(f"no journal events in {data_dir}")
+    events = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    return Staged(todo, events)
 
 
 def select_range(events: DataFrame, since_ms: int | None, until_ms: int | None) -> DataFrame:

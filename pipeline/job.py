@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from groupcoord.pipeline import lag as L
 from groupcoord.pipeline import transform as T
 from groupcoord.pipeline.progress import Progress
+from groupcoord.pipeline.schema import KNOWN_JOURNAL_VERSION
 
 TABLES = ("rebalances", "member_sessions", "group_summary", "lag", "rebalance_lag")
 TOP_GROUPS = 20  # groups shown in the timeline plot and the report's table
@@ -158,7 +159,7 @@ def run_job(
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
 
-    parsed_files = len(files)
+    parsed_files = sum(f.endswith(".jsonl") for f in files)  # Parquet segments are not parsed
     if checkpoint_dir is None:
         progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
         prepared = T.prepare(T.read_journal(spark, data_dir, since_ms, until_ms))
@@ -193,6 +194,12 @@ def run_job(
         _write(rlag.coalesce(1).sortWithinPartitions("group", "started_ms"), tables / "rebalance_lag")
         progress.step("summarising ...")
         summary = _summary(spark, gsum, rebal, total, data_dir, since_ms, until_ms)
+        summary["journal_versions"] = versions = T.journal_versions(spark, data_dir)
+        if versions and versions[-1] > KNOWN_JOURNAL_VERSION:
+            progress.step(
+                f"warning: the journal has version {versions[-1]}, newer than this report knows "
+                f"({KNOWN_JOURNAL_VERSION}); fields it does not know are ignored"
+            )
         rlag = spark.read.parquet(str(tables / "rebalance_lag"))
         _lag_summary(summary, rlag, lag)
         (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=False) + "\n")

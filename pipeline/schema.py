@@ -17,8 +17,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
+#: The newest journal version (docs/journal.md "Versions") this pipeline knows; the report warns when it sees a
+#: newer one (tests/pipeline/test_schema.py ties it to the writer's JOURNAL_VERSION).
+KNOWN_JOURNAL_VERSION = 2
+
 JOURNAL_SCHEMA = StructType(
     [
+        StructField("v", LongType()),  # journal version of the line; null (absent) is version 1
         StructField("ts", LongType()),
         StructField("seq", LongType()),
         StructField("group", StringType()),

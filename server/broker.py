@@ -35,6 +35,7 @@ from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.dispatch import Dispatcher
 from groupcoord.server.journal import Journal
+from groupcoord.server.journal_roll import JournalRoller, parquet_enabled
 from groupcoord.server.lag_snapshots import LagSnapshots
 from groupcoord.server.listeners import Listener, resolve_bound_port
 from groupcoord.server.log.config import LogConfig
@@ -137,6 +138,7 @@ class Broker:
         self.loading = True
         self.loaded: asyncio.Future | None = None
         self.journal: Journal | None = None
+        self.journal_roller: JournalRoller | None = None
         self.load_ms: int | None = None
         #: metrics and probes (`--metrics-port`); None when off
         self.ops: Ops | None = None
@@ -189,7 +191,12 @@ class Broker:
             if self.topics.get(name) is None:
                 await self.topics.create(name, partitions)
         self.journal = Journal(cfg.data_dir / "journal" if cfg.journal else None, cfg.journal_max_bytes)
-        self.journal.open(wall_ms())
+        start_ms = wall_ms()
+        self.journal.open(start_ms)
+        if self.journal.directory is not None and parquet_enabled(cfg.journal_parquet):
+            self.journal_roller = JournalRoller(self.journal.directory)
+            self.journal.on_closed = self.journal_roller.submit
+            self.journal_roller.start(start_ms)
         if cfg.virtual_clock:
             from groupcoord.server.control.clock import VirtualClock
 
@@ -415,6 +422,8 @@ class Broker:
                 await asyncio.wait_for(server.wait_closed(), 2)
         if self.journal is not None:
             await self.journal.close()
+        if self.journal_roller is not None:  # queued rolls are left to the next start
+            await asyncio.to_thread(self.journal_roller.close)
         if self.store is not None:
             await self.store.close()
         if self.logs is not None:

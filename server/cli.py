@@ -53,9 +53,19 @@ def main(argv: list[str] | None = None) -> int:
     from groupcoord.server.ops.probe import add_probe_arguments, run_probe
 
     add_probe_arguments(probe)
+    journal = sub.add_parser(
+        "journal",
+        help="roll the event journal into Parquet segments, or print its events as JSON lines",
+        description="The group event journal's segments (docs/journal.md).",
+    )
+    from groupcoord.server.journal_cli import add_journal_arguments, run_journal
+
+    add_journal_arguments(journal)
     args = parser.parse_args(argv)
     if args.command == "probe":
         return run_probe(args)
+    if args.command == "journal":
+        return run_journal(args)
     if args.command == "groups":
         return run_groups(args)
     if args.command == "serve":

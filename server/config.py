@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupcoord.server.coordinator.types import CoordinatorConfig
+from groupcoord.server.journal_roll import pyarrow_available
 from groupcoord.server.listeners import Listener, ListenerError, build_listeners, single_plaintext
 
 
@@ -67,6 +68,7 @@ class ServerConfig:
     journal: bool = True
     journal_max_bytes: int = 64 * 1024 * 1024
     journal_lag_snapshot_interval_ms: int = 60_000
+    journal_parquet: str = "auto"
     log_format: str = "console"
     log_level: str = "info"
     metrics_port: int = 0
@@ -315,6 +317,12 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "journal each group's committed offsets and log end offsets this often, for the report's lag "
         "analytics (default 60000; 0: never)",
     ),
+    (
+        "--journal-parquet",
+        str,
+        "auto (default: on when pyarrow is installed), on or off: roll each closed journal file into a "
+        "columnar Parquet segment, in a separate process (docs/journal.md)",
+    ),
     ("--log-format", str, "console (default) or json"),
     ("--log-level", str, "debug, info (default), warning or error"),
     (
@@ -460,6 +468,13 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--num-partitions must be at least 1")
     if cfg.journal_lag_snapshot_interval_ms < 0:
         problems.append("--journal-lag-snapshot-interval-ms must be 0 (off) or positive")
+    if cfg.journal_parquet not in ("auto", "on", "off"):
+        problems.append("--journal-parquet must be auto, on or off")
+    elif cfg.journal_parquet == "on" and not pyarrow_available():
+        problems.append(
+            "--journal-parquet on needs pyarrow, which is not installed (pip install 'groupcoord[columnar]', "
+            "or use auto/off)"
+        )
     if cfg.log_retention_check_interval_ms < 1 or cfg.log_cleaner_backoff_ms < 1:
         problems.append("--log-retention-check-interval-ms and --log-cleaner-backoff-ms must be at least 1")
     if cfg.log_cleaner_io_max_bytes_per_second <= 0:

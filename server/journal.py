@@ -26,7 +26,12 @@ from groupcoord.server.coordinator.context import EVENT_KEYS
 
 log = structlog.get_logger("groupcoord.journal")
 
-FIELDS = (EVENT_KEYS[0], "seq", *EVENT_KEYS[1:])  # ts, seq, group, event, ...
+#: The journal format version (docs/journal.md "Versions"), written as the first field `v` of every line and
+#: as the `v` column and file metadata of Parquet segments. Lines without `v` are version 1.
+JOURNAL_VERSION = 2
+
+FIELDS = ("v", EVENT_KEYS[0], "seq", *EVENT_KEYS[1:])  # v, ts, seq, group, event, ...
+EVENT_FIELDS = FIELDS[1:]  # what an event carries; `v` is the writer's
 
 
 class Journal:
@@ -57,6 +62,9 @@ class Journal:
         self.failing: str | None = None  # the error of the current run of failed writes, if any
         self._dropped_in_failure = 0
         self.listeners: list[Callable[[dict], None]] = []  # test controls observe events (server/control)
+        #: called (in the writer thread) with each file closed for good: rotated away or cut after a failed
+        #: write; never appended to again. The Parquet roll (server/journal_roll.py) hooks in here.
+        self.on_closed: Callable[[Path], None] | None = None
 
     def open(self, start_ms: int) -> None:
         self._start_ms = start_ms
@@ -70,7 +78,9 @@ class Journal:
             return
         self._seq += 1
         event["seq"] = self._seq
-        line = json.dumps({k: event.get(k) for k in FIELDS}, separators=(",", ":"))
+        line = json.dumps(
+            {"v": JOURNAL_VERSION, **{k: event.get(k) for k in EVENT_FIELDS}}, separators=(",", ":")
+        )
         self._pending.append(line)
         if len(self._pending) > self.max_pending:
             drop = len(self._pending) - self.max_pending
@@ -155,10 +165,19 @@ class Journal:
             f.close()
         except OSError:
             pass  # nothing is buffered (the file is unbuffered)
+        self._closed(Path(f.name))
+
+    def _closed(self, path: Path) -> None:
+        if self.on_closed is not None:
+            try:
+                self.on_closed(path)
+            except Exception as exc:  # the roll is an optimisation: never fail a journal write for it
+                log.error("cannot hand a closed journal file to the roll", file=str(path), error=repr(exc))
 
     def _rotate(self) -> None:
         if self._file is not None:
             self._file.close()
+            self._closed(Path(self._file.name))
         assert self.directory is not None
         while True:
             path = self.directory / f"journal-{self._start_ms}-{self._file_index:05d}.jsonl"

@@ -27,6 +27,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "server.log": ("server.log", "protocol"),
     "server.timers": (),
     "server.journal": ("server.journal", "server.coordinator"),
+    # the Parquet roll of closed journal files: below the broker, above the journal writer
+    "server.journal_roll": ("server.journal_roll", "server.journal", "server.coordinator"),
     "server.runtime": (
         "server.runtime",
         "server.coordinator",

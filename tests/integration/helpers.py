@@ -193,21 +193,27 @@ class PollingThread:
 
 
 def journal_events(data_dir: Any, group: str | None = None) -> list[dict[str, Any]]:
-    """The server's group event journal (`<data_dir>/journal/*.jsonl`), in `seq` order. Lines are flushed at
-    least every 200 ms while the server runs; the last line of a file may be partly written, so it is skipped."""
-    import json
+    """The server's group event journal (`<data_dir>/journal/`: Parquet segments the server rolled and the
+    JSONL files it writes), in `seq` order. Lines are flushed at least every 200 ms while the server runs; the
+    last line of a file may be partly written, so it is skipped."""
     from pathlib import Path
 
-    events: list[dict[str, Any]] = []
-    for path in sorted((Path(data_dir) / "journal").glob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if group is None or e.get("group") == group:
-                events.append(e)
-    return sorted(events, key=lambda e: e["seq"])
+    from groupcoord.server.journal_cli import segments
+    from groupcoord.server.journal_roll import read_segment
+
+    for _ in range(20):  # a JSONL file listed here may be rolled away before it is read: list again
+        try:
+            events = [
+                e
+                for path in segments(Path(data_dir) / "journal")
+                for e in read_segment(path)
+                if group is None or e.get("group") == group
+            ]
+        except FileNotFoundError:
+            time.sleep(0.05)
+            continue
+        return sorted(events, key=lambda e: e["seq"])
+    raise AssertionError(f"the journal in {data_dir} kept changing while it was read")
 
 
 def describe_group(host: str, port: int, group: str) -> dict[str, Any]:

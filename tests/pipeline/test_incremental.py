@@ -75,3 +75,28 @@ def test_second_incremental_run_parses_only_new_journal_and_equals_a_full_run(
 
     r3 = run_job(spark, data, tmp_path / "out3", checkpoint_dir=ckpt, html=False)
     assert r3.parsed_files == 0 and r3.events == full.events  # nothing new: nothing parsed
+
+
+def test_a_staged_jsonl_file_later_rolled_into_parquet_is_counted_once(spark: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    from groupcoord.server.journal_roll import roll_file
+
+    files = _generate(tmp_path / "gen", parts=2)
+    data = tmp_path / "data"
+    (data / "journal").mkdir(parents=True)
+    for f in files:
+        shutil.copy(f, data / "journal" / f.name)
+    ckpt = tmp_path / "checkpoint"
+    r1 = run_job(spark, data, tmp_path / "out1", checkpoint_dir=ckpt, html=False)
+    assert r1.parsed_files == len(files)
+
+    rolled = data / "journal" / files[0].name
+    roll_file(rolled)  # the coordinator rolls a closed file the checkpoint has already staged
+    r2 = run_job(spark, data, tmp_path / "out2", checkpoint_dir=ckpt, html=False)
+    assert r2.parsed_files == 0
+    assert r2.events == r1.events
+    assert rolled.name not in load_checkpoint(ckpt)
+    assert not (ckpt / "staged" / f"journal_file={rolled.name}").exists()
+    for t in TABLES:
+        assert table_rows(spark, r2.tables[t]) == table_rows(spark, r1.tables[t]), t
+    assert summary(r2.out) == summary(r1.out)

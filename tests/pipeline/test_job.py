@@ -135,3 +135,25 @@ def test_empty_range_still_writes_a_report(spark: Any, journal: Any, tmp_path: P
     assert (s["total_events"], s["groups"], s["totals"]["rebalances"]) == (0, 0, 0)
     assert s["totals"]["rebalance_p50_ms"] is None and s["top_groups"] == []
     assert (out / "report.html").exists() and (out / "timeline.png").exists()
+
+
+def test_a_journal_version_newer_than_known_is_reported_and_warned_about(
+    spark: Any, journal: Any, tmp_path: Path
+) -> None:
+    import io
+
+    from groupcoord.pipeline.progress import Progress
+    from groupcoord.pipeline.schema import KNOWN_JOURNAL_VERSION
+
+    newer = KNOWN_JOURNAL_VERSION + 1
+    journal.create("g", T0)
+    journal.join("g", "a", T0 + 1)
+    old = journal.write("journal-1000-000000.jsonl")  # the fixture's lines: v null, i.e. version 1
+    journal.lines = []
+    journal.event("g", "member_joined", T0 + 2, member_id="b", v=newer, new_field="a later version's field")
+    journal.write("journal-2000-000000.jsonl")
+    out = io.StringIO()
+    s = run_job(spark, old, tmp_path / "report", progress=Progress(None, out=out), html=False).summary
+    assert s["journal_versions"] == [1, newer]
+    assert s["total_events"] == 3
+    assert f"journal has version {newer}, newer than this report knows" in out.getvalue()

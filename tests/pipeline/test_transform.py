@@ -199,3 +199,23 @@ def test_ordering_by_ts_then_seq_and_groups_are_independent(spark: Any, journal:
     t = tables(spark, journal.write())
     assert [(r["group"], r["partitions_moved"]) for r in t["rebalances"]] == [("g1", 4), ("g2", 4)]
     assert set(t["groups"]) == {"g1", "g2"}
+
+
+def test_read_journal_reads_parquet_segments_and_jsonl_from_a_path_and_a_uri(
+    spark: Any, journal: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("pyarrow")
+    from groupcoord.server.journal_roll import roll_file
+
+    journal.create("g", 1000)
+    journal.join("g", "a", 1001)
+    data = journal.write("journal-1-00000.jsonl")
+    roll_file(data / "journal" / "journal-1-00000.jsonl")
+    only_parquet = [r.asDict() for r in T.read_journal(spark, f"file://{data}").orderBy("seq").collect()]
+    assert [r["event"] for r in only_parquet] == ["group_created", "member_joined"]
+    journal.lines = []
+    journal.join("g", "b", 1002)
+    journal.write("journal-1-00001.jsonl", extra='{"ts": 10')  # a torn last line
+    for where in (data, f"file://{data}"):
+        rows = T.read_journal(spark, where).orderBy("seq").collect()
+        assert [(r["seq"], r["member_id"]) for r in rows] == [(1, None), (2, "a"), (3, "b")], where
