@@ -171,7 +171,12 @@ def run_job(
         parsed_files = len(staged.parsed_files)
         progress.step(f"parsed {parsed_files} new or grown file(s); reading the staged events ...")
         prepared = incremental.select_range(staged.events, since_ms, until_ms)
-    prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
+    columnar = checkpoint_dir is not None or all(f.endswith(".parquet") for f in files)
+    if not columnar:
+        # JSON is parsed once and kept; columnar input is cheaper to scan again per table, pruned to the
+        # columns each one reads, than to copy into Spark's in-memory cache (measured: 13.6 s to cache 5M
+        # events vs ~1 s per pruned scan)
+        prepared = prepared.persist(StorageLevel.MEMORY_AND_DISK)
     rebal = None
     gsum = None
     lag = None

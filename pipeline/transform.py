@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window, WindowSpec
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
@@ -196,74 +196,83 @@ def prepare(events: DataFrame) -> DataFrame:
         "members",
         "skip_assignment",
         F.when(stable_asg, _compact_assignment(F.col("assignment"))).alias("asg"),
+        # whether `asg` is set, without computing it: a read of the columnar journal that only needs to know
+        # (the static-member links) then skips hashing the assignments
+        F.coalesce(stable_asg, F.lit(False)).alias("sa"),
         "offsets",
     )
+
+
+def _has_assignment(prepared: DataFrame) -> Column:
+    """`sa` of `prepare`; events staged by an older version of the job have only `asg`."""
+    return F.col("sa") if "sa" in prepared.columns else F.col("asg").isNotNull()
 
 
 def _hash(name: str) -> Column:
     return F.when(F.col(name).isNotNull(), F.xxhash64(name))
 
 
+def _group_order() -> WindowSpec:
+    """Per-group event order, partitioned by (64-bit hash of the group, group).
+
+    The hash comes first so that Spark's sort, which compares an 8-byte prefix of its first key before the
+    whole row, tells groups apart by the prefix: group ids often share their first 8 bytes ("orders-c…"),
+    and a string first key sent every comparison to the full row. The name stays in the key, so two groups
+    whose hashes collide are still two partitions.
+    """
+    return Window.partitionBy("gk", "group").orderBy("ts", "seq")
+
+
 def rebalances(prepared: DataFrame) -> DataFrame:
     """One row per rebalance (docs/report.md, table `rebalances`), partitions moved included.
 
-    The state changes, static rejoins and static-member events are shuffled by group once and sorted; two
-    window passes follow, with no aggregation and no join:
+    The state changes and static rejoins (only the columns used; the cause only on start rows, the state
+    only on end rows) are shuffled by group once and sorted; two window passes follow in that same order
+    (the second needs no sort), with no aggregation and no join:
 
-    1. in (ts, seq) order: running counts — `seg` (changes to Stable/Empty/Dead before the row: which
-       rebalance a row belongs to), `span` (decoded Stable assignments before the row), PreparingRebalance
-       transitions, static rejoins, SkipAssignment rejoins — and the last CompletingRebalance time;
+    1. over every row, running counts: `seg` (changes to Stable/Empty/Dead before the row: which rebalance
+       a row belongs to), `span` (decoded Stable assignments before the row), PreparingRebalance
+       transitions, static rejoins, SkipAssignment rejoins, and the last CompletingRebalance time;
     2. over the rows that start a rebalance (a change to PreparingRebalance from Stable/Empty, per the
-       journal's `state_from`), end one (a change to Stable/Empty/Dead) or link a static member id to its
-       instance id, in (span, ts, seq) order (the same order, so one more sort of fewer rows): each end row
-       picks up its start, the previous assignment and the previous end; a start with no end after it is a
-       rebalance still open at the end of the data; the instance links of each span are collected for
-       the assignment that closes it.
+       journal's `state_from`) or end one (a change to Stable/Empty/Dead): each end row picks up its start,
+       the previous assignment and the previous end; a start with no end after it is a rebalance still
+       open at the end of the data.
 
-    Partitions moved compare each Stable assignment with the previous one, owners resolved through those
-    links (a static member's new id maps to its instance id, so a restart that kept partitions moves none).
+    Partitions moved compare each Stable assignment with the previous one (see `_links` for how static
+    members' owners are resolved, so a restart that kept its partitions moves none).
     """
     ev = F.col("event")
     is_sc = ev == "state_change"
     to = F.col("state_to")
-    with_instance = F.col("group_instance_id").isNotNull() & ev.isin(
-        "member_joined", "member_removed", "static_rejoin"
-    )
     is_rejoin = ev == "static_rejoin"
-    stream = prepared.filter(is_sc | is_rejoin | with_instance).select(
+    starts = (
+        is_sc & (to == PREPARING) & ~F.coalesce(F.col("state_from").isin(PREPARING, COMPLETING), F.lit(False))
+    )
+    ends = is_sc & to.isin(STABLE, EMPTY, DEAD)
+    stream = prepared.filter(is_sc | is_rejoin).select(
+        F.xxhash64("group").alias("gk"),
         "group",
         "ts",
         "seq",
-        "reason",
-        "state_to",
+        F.when(starts, F.col("reason")).alias("reason"),
+        F.when(ends, to).alias("state_to"),
         "generation",
         "members",
         "asg",
-        is_sc.alias("sc"),
         (is_sc & (to == PREPARING)).alias("prb"),
-        # a rebalance starts with a change to PreparingRebalance from outside one (from Stable or Empty)
-        (
-            is_sc
-            & (to == PREPARING)
-            & ~F.coalesce(F.col("state_from").isin(PREPARING, COMPLETING), F.lit(False))
-        ).alias("start_row"),
+        starts.alias("is_start"),
         (is_sc & (to == COMPLETING)).alias("cr"),
-        (is_sc & to.isin(STABLE, EMPTY, DEAD)).alias("term"),
-        F.col("asg").isNotNull().alias("sa"),
+        ends.alias("term"),
+        _has_assignment(prepared).alias("sa"),
         is_rejoin.alias("rj"),
         (is_rejoin & F.coalesce(F.col("skip_assignment"), F.lit(False))).alias("sk"),
-        with_instance.alias("lk"),
-        _hash("member_id").alias("m"),
-        _hash("previous_member_id").alias("pm"),
-        _hash("group_instance_id").alias("i"),
     )
-    # one frame kind (running, up to the current row) keeps pass 1 a single sweep; "before" counts are the
-    # running count minus the row itself
-    upto = (
-        Window.partitionBy("group")
-        .orderBy("ts", "seq")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
+    order = _group_order()
+    # running frames (up to the current row) keep each pass a single sweep; "before" counts are the running
+    # count minus the row itself
+    upto = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    before = order.rowsBetween(Window.unboundedPreceding, -1)
+    whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
 
     def running(c: str) -> Column:
         return F.sum(F.col(c).cast("long")).over(upto)
@@ -277,48 +286,28 @@ def rebalances(prepared: DataFrame) -> DataFrame:
         running("sk").alias("sk_cum"),
         F.last(F.when(F.col("cr"), F.col("ts")), ignorenulls=True).over(upto).alias("last_cr"),
     )
-    key = s1.filter(F.col("start_row") | F.col("term") | F.col("lk")).withColumnRenamed(
-        "start_row", "is_start"
-    )
-    # (span, ts, seq) is the same order as (ts, seq) within a group; both specs below need one sort
-    w2 = Window.partitionBy("group").orderBy("span", "ts", "seq")
-    before2 = w2.rowsBetween(Window.unboundedPreceding, -1)
-    upto2 = w2.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    in_span = (
-        Window.partitionBy("group", "span")
-        .orderBy("ts", "seq")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    lk = F.col("lk")
     start = F.struct("ts", "reason", "generation", "prb_cum", "seg")
-    s2 = key.select(
+    prev_end = F.struct("members", "rj_cum", "sk_cum")
+    s2 = s1.filter(F.col("is_start") | F.col("term")).select(
         "*",
-        F.last(F.when(F.col("is_start"), start), ignorenulls=True).over(upto2).alias("start"),
-        F.last(F.when(F.col("sa"), F.col("asg")), ignorenulls=True).over(before2).alias("prev_asg"),
-        F.last(F.when(F.col("term"), F.col("members")), ignorenulls=True)
-        .over(before2)
-        .alias("prev_term_members"),
-        F.last(F.when(F.col("term"), F.col("rj_cum")), ignorenulls=True).over(before2).alias("prev_term_rj"),
-        F.last(F.when(F.col("term"), F.col("sk_cum")), ignorenulls=True).over(before2).alias("prev_term_sk"),
-        F.sum(F.col("term").cast("long")).over(Window.partitionBy("group")).alias("terms"),
-        # static member id -> instance id links seen since the previous assignment (member_id and, for
-        # static_rejoin / static_replaced, previous_member_id)
-        F.collect_list(F.when(lk & F.col("m").isNotNull(), F.struct("m", "i"))).over(in_span).alias("l1"),
-        F.collect_list(F.when(lk & F.col("pm").isNotNull(), F.struct(F.col("pm").alias("m"), "i")))
-        .over(in_span)
-        .alias("l2"),
+        F.last(F.when(F.col("is_start"), start), ignorenulls=True).over(upto).alias("start"),
+        F.last(F.when(F.col("term"), prev_end), ignorenulls=True).over(before).alias("prev_end"),
+        F.last(F.when(F.col("sa"), F.col("asg")), ignorenulls=True).over(before).alias("prev_asg"),
+        # whole-partition frame: evaluated once per group (a frame running to the end would be quadratic)
+        F.sum(F.col("term").cast("long")).over(whole).alias("terms"),
     )
     closed = F.col("term") & (F.col("start.seg") == F.col("seg"))
     still_open = F.col("is_start") & (F.col("seg") == F.col("terms"))
-    rows = s2.filter(closed | still_open).select(
-        "*", closed.alias("closed"), F.map_from_entries(F.concat("l1", "l2")).alias("links")
-    )
+    rows = s2.filter(closed | still_open).select("*", closed.alias("closed"))
+    stable = F.col("closed") & F.col("sa")
+    # only Stable ends with an assignment need the links; the others skip the join's probe cheaply
+    rows = rows.join(_links(prepared).hint("shuffle_hash"), ["gk", "group", "span"], "left")
 
     t0 = F.col("start.ts")
     end = F.when(F.col("closed"), F.col("ts"))
     outcome = F.when(F.col("closed"), to)
     cr_in = F.when(F.col("last_cr") >= t0, F.col("last_cr"))
-    links_col = F.col("links")
+    links_col = F.coalesce(F.col("links"), F.create_map().cast("map<bigint,bigint>"))
 
     def owned(asg: Column) -> Column:
         # one long per assigned partition: hash(partition, owner); owner = instance id if linked, else member
@@ -326,9 +315,8 @@ def rebalances(prepared: DataFrame) -> DataFrame:
             asg, lambda a: F.xxhash64(a["t"], F.coalesce(F.try_element_at(links_col, a["m"]), a["m"]))
         )
 
-    stable = F.col("closed") & F.col("sa")
     cur = owned(F.col("asg"))
-    kept = F.coalesce(F.size(F.array_intersect(cur, owned(F.col("prev_asg")))), F.lit(0))
+    moved = F.size(cur) - F.coalesce(F.size(F.array_intersect(cur, owned(F.col("prev_asg")))), F.lit(0))
     return rows.select(
         "group",
         F.coalesce(F.when(F.col("closed"), F.col("generation")), F.col("start.generation")).alias(
@@ -341,14 +329,57 @@ def rebalances(prepared: DataFrame) -> DataFrame:
         F.when(F.col("closed") & (to == STABLE), end - cr_in).alias("sync_ms"),
         F.col("start.reason").alias("cause"),
         outcome.alias("outcome"),
-        F.coalesce(F.col("prev_term_members"), F.lit(0)).alias("members_before"),
+        F.coalesce(F.col("prev_end.members"), F.lit(0)).alias("members_before"),
         F.when(F.col("closed"), F.col("members")).alias("members_after"),
-        F.when(stable, (F.size(cur) - kept).cast("long")).alias("partitions_moved"),
+        F.when(stable, moved.cast("long")).alias("partitions_moved"),
         F.when(stable, F.col("prev_asg").isNull()).alias("first_assignment"),
         (F.col("prb_cum") - F.col("start.prb_cum") + 1).alias("join_rounds"),
-        (F.col("rj_cum") - F.coalesce(F.col("prev_term_rj"), F.lit(0))).alias("static_rejoins_before"),
-        (F.col("sk_cum") > F.coalesce(F.col("prev_term_sk"), F.lit(0))).alias("skip_assignment"),
+        (F.col("rj_cum") - F.coalesce(F.col("prev_end.rj_cum"), F.lit(0))).alias("static_rejoins_before"),
+        (F.col("sk_cum") > F.coalesce(F.col("prev_end.sk_cum"), F.lit(0))).alias("skip_assignment"),
         t0.alias("started_ms"),
+    )
+
+
+def _links(prepared: DataFrame) -> DataFrame:
+    """Static member id -> instance id links of each span: `(gk, group, span, links)`.
+
+    A span is the stretch after the group's `span`-th decoded Stable assignment, up to and including the
+    next one; its links are the (member id, instance id) pairs of static members' joins, removals and
+    rejoins in it (the new id and, for a rejoin or a replacement, the replaced id too). The assignment that
+    closes the span resolves owners through them, both its own and the previous one: a static member that
+    restarted under a new id and got its partitions back moved none. Only groups with static members have
+    such rows; they are few, so this is one small shuffle, a sort and a hash aggregation.
+    """
+    ev = F.col("event")
+    with_instance = F.col("group_instance_id").isNotNull() & ev.isin(
+        "member_joined", "member_removed", "static_rejoin"
+    )
+    sa = _has_assignment(prepared)
+    b = prepared.filter(sa | with_instance).select(
+        F.xxhash64("group").alias("gk"),
+        "group",
+        "ts",
+        "seq",
+        sa.alias("sa"),
+        F.when(with_instance, _hash("member_id")).alias("m"),
+        F.when(with_instance, _hash("previous_member_id")).alias("pm"),
+        F.when(with_instance, _hash("group_instance_id")).alias("i"),
+    )
+    upto = _group_order().rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    span = F.sum(F.col("sa").cast("long")).over(upto) - F.col("sa").cast("long")
+    pairs = F.concat(
+        F.array(F.when(F.col("m").isNotNull(), F.struct("m", "i"))),
+        F.array(F.when(F.col("pm").isNotNull(), F.struct(F.col("pm").alias("m"), "i"))),
+    )
+    return (
+        b.select("gk", "group", "i", pairs.alias("pairs"), span.alias("span"))
+        .filter(F.col("i").isNotNull())
+        .groupBy("gk", "group", "span")
+        .agg(
+            F.map_from_entries(F.filter(F.flatten(F.collect_list("pairs")), lambda x: x.isNotNull())).alias(
+                "links"
+            )
+        )
     )
 
 
