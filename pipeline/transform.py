@@ -94,31 +94,43 @@ def _matches(spark: SparkSession, glob: str) -> bool:
     return found is not None and len(found) > 0
 
 
+def read_journal_parts(
+    spark: SparkSession,
+    data_dir: str | Path,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+) -> tuple[DataFrame | None, DataFrame | None]:
+    """The journal's events as (from Parquet segments, from JSONL files), either None when it has no files.
+
+    Both give JOURNAL_SCHEMA's columns, so `prepare` cannot tell where a row came from; they are apart so
+    the job can keep the parsed JSON (parsing is the expensive part) while scanning the columnar segments
+    again per table. DROPMALFORMED skips a torn last line (a crash can cut the final batch,
+    docs/journal.md); rows without ts/group/event cannot be placed and are dropped. `since`/`until` select
+    events by `ts` (until exclusive).
+    """
+    parquet, jsonl = segment_paths(spark, data_dir)
+    # JSON first: Spark lists files when a reader is created, so a file the running coordinator rolls
+    # between the two listings is in one of them, never neither. One rolled after both listings is missing
+    # when the job reads it: the job fails (docs/report.md: run it again) rather than silently lose it.
+    js = spark.read.schema(JOURNAL_SCHEMA).option("mode", "DROPMALFORMED").json(jsonl) if jsonl else None
+    pq = spark.read.schema(JOURNAL_SCHEMA).parquet(*parquet) if parquet else None
+    if pq is None and js is None:
+        raise FileNotFoundError(f"no journal files: {journal_glob(data_dir)} matched nothing")
+    return (
+        None if pq is None else filter_events(pq, since_ms, until_ms),
+        None if js is None else filter_events(js, since_ms, until_ms),
+    )
+
+
 def read_journal(
     spark: SparkSession,
     data_dir: str | Path,
     since_ms: int | None = None,
     until_ms: int | None = None,
 ) -> DataFrame:
-    """The journal's events with the fixed schema: Parquet segments read as they are, JSONL files parsed.
-
-    DROPMALFORMED skips a torn last line (a crash can cut the final batch, docs/journal.md); rows without
-    ts/group/event cannot be placed and are dropped. `since`/`until` select events by `ts` (until exclusive).
-    Both readers give JOURNAL_SCHEMA's columns, so `prepare` cannot tell where a row came from.
-    """
-    parquet, jsonl = segment_paths(spark, data_dir)
-    frames = []
-    # JSON first: Spark lists files when a reader is created, so a file the running coordinator rolls
-    # between the two listings is in one of them, never neither. One rolled after both listings is missing
-    # when the job reads it: the job fails (docs/report.md: run it again) rather than silently lose it.
-    if jsonl:
-        frames.append(spark.read.schema(JOURNAL_SCHEMA).option("mode", "DROPMALFORMED").json(jsonl))
-    if parquet:
-        frames.append(spark.read.schema(JOURNAL_SCHEMA).parquet(*parquet))
-    if not frames:
-        raise FileNotFoundError(f"no journal files: {journal_glob(data_dir)} matched nothing")
-    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
-    return filter_events(df, since_ms, until_ms)
+    """All of the journal's events (`read_journal_parts`, united)."""
+    frames = [f for f in read_journal_parts(spark, data_dir, since_ms, until_ms) if f is not None]
+    return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
 
 
 def filter_events(df: DataFrame, since_ms: int | None, until_ms: int | None) -> DataFrame:
