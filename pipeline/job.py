@@ -186,8 +186,10 @@ def run_job(
     gsum = None
     lag = None
     try:
-        total = prepared.count()
-        progress.step(f"parsed {total:,} events; computing rebalances ...")
+        if json_cache is not None:  # parse the JSONL now, so the progress line says what took the time
+            progress.step(f"parsed {json_cache.count():,} events from JSONL; computing rebalances ...")
+        else:
+            progress.step("computing rebalances ...")
         rebal = T.rebalances(prepared).persist(StorageLevel.MEMORY_AND_DISK)
         _write(rebal, tables / "rebalances")  # already in (group, started) order within each file
         progress.step("writing member_sessions ...")
@@ -203,7 +205,8 @@ def run_job(
         rlag = L.rebalance_lag(lag, rebal).select(*L.REBALANCE_LAG_COLUMNS)
         _write(rlag.coalesce(1).sortWithinPartitions("group", "started_ms"), tables / "rebalance_lag")
         progress.step("summarising ...")
-        summary = _summary(spark, gsum, rebal, total, data_dir, since_ms, until_ms)
+        summary = _summary(spark, gsum, rebal, data_dir, since_ms, until_ms)
+        total = summary["total_events"]
         summary["journal_versions"] = versions = T.journal_versions(spark, data_dir)
         if versions and versions[-1] > KNOWN_JOURNAL_VERSION:
             progress.step(
@@ -236,7 +239,6 @@ def _summary(
     spark: SparkSession,
     gsum: DataFrame,
     rebal: DataFrame,
-    total: int,
     data_dir: str | Path,
     since_ms: int | None,
     until_ms: int | None,
@@ -282,7 +284,9 @@ def _summary(
         "since": _iso(since_ms),
         "until": _iso(until_ms),
         "spark_version": spark.version,
-        "total_events": total,
+        # every event has a group (rows without one are dropped on reading), so this is the event count,
+        # without a pass of its own over the journal
+        "total_events": sum(r["events"] for r in rows),
         "groups": len(groups),
         "totals": {
             "rebalances": overall["rebalances"] if overall else 0,
