@@ -59,7 +59,8 @@ async def read_all(bootstrap: str, topic: str, isolation: str, settle: float = 1
 
 def fetch_stable(srv, group: str, topic: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """(offset, error) of partition 0 from OffsetFetch v7 with RequireStable, from server `srv` (its own
-    subprocess or the shared one of GROUPCOORD_BOOTSTRAP)."""
+    subprocess or the shared one of GROUPCOORD_BOOTSTRAP); (-1, the group-level error) when the answer has
+    no topics (a restarted server still loading says COORDINATOR_LOAD_IN_PROGRESS for the whole group)."""
     raw = RawClient(srv.host, srv.port)
     try:
         req = of.OffsetFetchRequest(
@@ -68,6 +69,8 @@ def fetch_stable(srv, group: str, topic: str) -> tuple[int, int]:  # type: ignor
             require_stable=True,
         )
         resp = raw.request(9, 7, req)
+        if not resp.topics:
+            return -1, resp.error_code
         p = resp.topics[0].partitions[0]
         return p.committed_offset, p.error_code
     finally:

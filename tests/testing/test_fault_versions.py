@@ -9,7 +9,9 @@ import time
 import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
-from kafka import KafkaConsumer
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.codec import decode_response, encode_request
@@ -119,8 +121,16 @@ async def test_max_version_outside_our_range_is_refused(groupcoord) -> None:  # 
 
 
 def _kafka_python_joins(bootstrap: str, group: str) -> None:
-    # metadata refreshed every 500 ms: a leader that assigned before its metadata had the auto-created topic
-    # sees it and rejoins at once (kafka-python's default is 5 minutes)
+    # the topic exists before the consumer subscribes: with an auto-created one the leader could assign before
+    # its metadata had the topic and wait for a metadata refresh to rejoin (failed CI twice); metadata is
+    # still refreshed every 500 ms (kafka-python's default is 5 minutes)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic("t", 1, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
     c = KafkaConsumer(
         "t", bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10_000, metadata_max_age_ms=500
     )
