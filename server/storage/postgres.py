@@ -23,7 +23,6 @@ Record encoding is shared with SQLite (`encode_group`): JSON text, readable with
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -40,6 +39,7 @@ from groupcoord.server.coordinator.records import (
     TxnValue,
 )
 from groupcoord.server.storage.base import StorageError
+from groupcoord.server.storage.group_commit import GroupCommit
 from groupcoord.server.storage.pg_migrations import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from groupcoord.server.storage.shards import shard_of
 from groupcoord.server.storage.sqlite import decode_group, decode_txn, encode_group, encode_txn
@@ -114,8 +114,7 @@ class PostgresStateStore:
         self.pool_size = pool_size
         self.fence: WriteFence | None = None  # set by the cluster room in cluster mode
         self._pool: asyncpg.Pool | None = None
-        self._pending: list[tuple[Sequence[Record], asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._queue = GroupCommit(self._commit, "state-pg-writer")
         self._closing = False
         self.transactions = 0  # committed write transactions (tests and bench count batching with it)
 
@@ -189,27 +188,7 @@ class PostgresStateStore:
             raise StorageError("store is closed")
         if not records:
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((records, fut))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_loop(), name="state-pg-writer")
-        await fut
-
-    async def _write_loop(self) -> None:
-        """Drain the queue: everything queued while a transaction runs goes into the next one."""
-        while self._pending:
-            batch, self._pending = self._pending, []
-            try:
-                await self._commit([r for records, _ in batch for r in records])
-            except Exception as e:
-                err = e if isinstance(e, StorageError) else StorageError(f"state write failed: {e}")
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(err)
-            else:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_result(None)
+        await self._queue.write(records)
 
     async def _commit(self, records: list[Record]) -> None:
         groups: dict[str, GroupMetadataValue | None] = {}
@@ -319,8 +298,7 @@ class PostgresStateStore:
 
     async def close(self) -> None:
         self._closing = True
-        if self._writer is not None:
-            await asyncio.shield(self._writer)
+        await self._queue.drain()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()

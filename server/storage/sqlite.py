@@ -38,6 +38,7 @@ from groupcoord.server.coordinator.records import (
     TxnValue,
 )
 from groupcoord.server.storage.base import StorageError
+from groupcoord.server.storage.group_commit import GroupCommit
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -157,8 +158,7 @@ class SqliteStateStore:
         self.path = Path(path)
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
-        self._pending: list[tuple[Sequence[Record], asyncio.Future[None]]] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._queue = GroupCommit(self._commit, "state-db-writer")
         self._closing = False
         self.transactions = 0  # committed write transactions (tests and bench count batching with it)
 
@@ -221,27 +221,10 @@ class SqliteStateStore:
             raise StorageError("store is closed")
         if not records:
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((records, fut))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_loop(), name="state-db-writer")
-        await fut
+        await self._queue.write(records)
 
-    async def _write_loop(self) -> None:
-        """Drain the queue: everything queued while a transaction runs goes into the next one."""
-        while self._pending:
-            batch, self._pending = self._pending, []
-            try:
-                await self._call(self._commit_sync, [r for records, _ in batch for r in records])
-            except Exception as e:
-                err = e if isinstance(e, StorageError) else StorageError(f"state write failed: {e}")
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(err)
-            else:
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_result(None)
+    async def _commit(self, records: list[Record]) -> None:
+        await self._call(self._commit_sync, records)
 
     def _commit_sync(self, records: list[Record]) -> None:
         assert self._conn is not None
@@ -307,8 +290,7 @@ class SqliteStateStore:
 
     async def close(self) -> None:
         self._closing = True
-        if self._writer is not None:
-            await asyncio.shield(self._writer)
+        await self._queue.drain()
         if self._executor is not None:
             if self._conn is not None:
                 await self._call(self._close_sync)
