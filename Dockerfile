@@ -70,5 +70,5 @@ COPY --chown=groupcoord:groupcoord tests ./tests
 USER groupcoord
 ENV HOME=/tmp
 ENTRYPOINT ["tini", "--"]
-CMD ["python", "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-m", "integration", \
+CMD ["python", "-m", "pytest", "-q", "-rsfE", "-p", "no:cacheprovider", "-m", "integration", \
      "tests/integration", "tests/compose", "tests/server/test_container_ops.py"]

@@ -142,7 +142,7 @@ wait_healthy() {
 
 compose_check() {  # $1: phase (write | check); runs tests/compose in a clients container
     $COMPOSE run --rm -T -e GROUPCOORD_COMPOSE_PHASE="$1" -e GROUPCOORD_COMPOSE_RUN="$PROJECT" clients \
-        python -m pytest -q -rs -p no:cacheprovider tests/compose
+        python -m pytest -q -rsfE -p no:cacheprovider tests/compose
 }
 
 [ "$(id -u)" = 0 ] || { command -v docker >/dev/null && engine_answers; } \
@@ -171,15 +171,15 @@ compose_check check
 say "listeners: a client in a container (coordinator:9092) and one on the host (localhost:$GROUPCOORD_EXTERNAL_PORT)"
 $COMPOSE run --rm -T -e GROUPCOORD_COMPOSE_PHASE=listeners -e GROUPCOORD_COMPOSE_LISTENER=coordinator:9092 \
     -e GROUPCOORD_COMPOSE_ADVERTISED=coordinator:9092 clients \
-    python -m pytest -q -rs -p no:cacheprovider tests/compose/test_compose_listeners.py
+    python -m pytest -q -rsfE -p no:cacheprovider tests/compose/test_compose_listeners.py
 host_listener_env="GROUPCOORD_COMPOSE_PHASE=listeners GROUPCOORD_COMPOSE_LISTENER=localhost:$GROUPCOORD_EXTERNAL_PORT GROUPCOORD_COMPOSE_ADVERTISED=localhost:$GROUPCOORD_EXTERNAL_PORT"
 if [ -x .venv/bin/python ] && .venv/bin/python -c "import kafka, pytest" 2>/dev/null; then
     say "host client: this checkout's .venv"
-    env $host_listener_env .venv/bin/python -m pytest -q -rs -p no:cacheprovider tests/compose/test_compose_listeners.py
+    env $host_listener_env .venv/bin/python -m pytest -q -rsfE -p no:cacheprovider tests/compose/test_compose_listeners.py
 fi
 say "host client: the clients image on the host's network (--network host)"
 # shellcheck disable=SC2086
 docker run --rm --network host $(for kv in $host_listener_env; do printf -- '-e %s ' "$kv"; done) \
     "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" \
-    python -m pytest -q -rs -p no:cacheprovider tests/compose/test_compose_listeners.py
+    python -m pytest -q -rsfE -p no:cacheprovider tests/compose/test_compose_listeners.py
 say "all compose checks passed"
