@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
+from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.dispatch import then
 
@@ -45,49 +46,22 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     v = ctx.version
     if v == 0:
         return commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
-    topics = ctx.services.topics
-    errors: dict[tuple[str, int], int] = {}
-    accepted: list[tuple[str, tuple[m.CommitPartition, ...]]] = []
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            if not topics.has_partition(t.name, p.partition_index):
-                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                parts.append(
-                    m.CommitPartition(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        commit_timestamp=p.commit_timestamp,
-                        metadata=p.committed_metadata,
-                    )
-                )
-        if parts:
-            accepted.append((t.name, tuple(parts)))
+    plan = plan_commit(req.topics, ctx.services.topics.has_partition)
 
     def respond(result: m.OffsetCommitResult | None) -> oc.OffsetCommitResponse:
-        if result is not None:
-            for topic, parts in result.topics:
-                for partition, error in parts:
-                    errors[(topic, partition)] = error
         return oc.OffsetCommitResponse(
             topics=tuple(
                 oc.OffsetCommitResponseTopic(
-                    name=t.name,
+                    name=name,
                     partitions=tuple(
-                        oc.OffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=errors.get((t.name, p.partition_index), 0),
-                        )
-                        for p in t.partitions
+                        oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts
                     ),
                 )
-                for t in req.topics
+                for name, parts in plan.answer(result)
             )
         )
 
-    if not accepted:
+    if not plan.accepted:
         return respond(None)
     mreq = m.OffsetCommitRequest(
         version=v,
@@ -96,15 +70,10 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         member_id=req.member_id,
         group_instance_id=req.group_instance_id,
         retention_time_ms=req.retention_time_ms,
-        topics=tuple(accepted),
+        topics=tuple(plan.accepted),
     )
     machine = ctx.services.machine
-    failed = m.OffsetCommitResult(
-        tuple(
-            (topic, tuple((p.partition, int(ErrorCode.UNKNOWN_SERVER_ERROR)) for p in parts))
-            for topic, parts in accepted
-        )
-    )
+    failed = plan.failed()
     call = ctx.services.runtime.call_parked(
         req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now), lambda: failed
     )

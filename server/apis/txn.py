@@ -26,6 +26,7 @@ from groupcoord.protocol.messages import describe_transactions as dtx
 from groupcoord.protocol.messages import end_txn as et
 from groupcoord.protocol.messages import list_transactions as ltx
 from groupcoord.protocol.messages import txn_offset_commit as tc
+from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.dispatch import then
 
@@ -149,9 +150,6 @@ def end_txn(ctx: RequestContext, req: et.EndTxnRequest) -> Any:
 
 
 def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> Any:
-    topics = ctx.services.topics
-    errors: dict[tuple[str, int], int] = {}
-    accepted: list[tuple[str, tuple[m.CommitPartition, ...]]] = []
     producer_error = (
         LOADING
         if ctx.services.loading
@@ -159,47 +157,26 @@ def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> An
             req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
         )
     )
-    for t in req.topics:
-        parts = []
-        for p in t.partitions:
-            if producer_error:
-                errors[(t.name, p.partition_index)] = fenced_for(ctx.version, 2, producer_error)
-            elif not topics.has_partition(t.name, p.partition_index):
-                errors[(t.name, p.partition_index)] = E.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                parts.append(
-                    m.CommitPartition(
-                        partition=p.partition_index,
-                        offset=p.committed_offset,
-                        leader_epoch=p.committed_leader_epoch,
-                        metadata=p.committed_metadata,
-                    )
-                )
-        if parts:
-            accepted.append((t.name, tuple(parts)))
+    plan = plan_commit(
+        req.topics,
+        ctx.services.topics.has_partition,
+        error_for_all=fenced_for(ctx.version, 2, producer_error) if producer_error else 0,
+    )
 
     def respond(result: m.OffsetCommitResult | None) -> tc.TxnOffsetCommitResponse:
-        if result is not None:
-            for topic, parts in result.topics:
-                for partition, error in parts:
-                    errors[(topic, partition)] = error
         return tc.TxnOffsetCommitResponse(
             topics=tuple(
                 tc.TxnOffsetCommitResponseTopic(
-                    name=t.name,
+                    name=name,
                     partitions=tuple(
-                        tc.TxnOffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=errors.get((t.name, p.partition_index), 0),
-                        )
-                        for p in t.partitions
+                        tc.TxnOffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts
                     ),
                 )
-                for t in req.topics
+                for name, parts in plan.answer(result)
             )
         )
 
-    if not accepted:
+    if not plan.accepted:
         return respond(None)
     mreq = m.TxnOffsetCommitRequest(
         version=ctx.version,
@@ -208,15 +185,10 @@ def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> An
         generation_id=req.generation_id,
         member_id=req.member_id,
         group_instance_id=req.group_instance_id,
-        topics=tuple(accepted),
+        topics=tuple(plan.accepted),
     )
     machine = ctx.services.machine
-    failed = m.OffsetCommitResult(
-        tuple(
-            (topic, tuple((p.partition, int(E.UNKNOWN_SERVER_ERROR)) for p in parts))
-            for topic, parts in accepted
-        )
-    )
+    failed = plan.failed()
     call = ctx.services.runtime.call_parked(
         req.group_id, lambda tok, now: machine.txn_commit_offsets(mreq, tok, now), lambda: failed
     )

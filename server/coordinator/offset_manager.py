@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.commit_checks import validate_offset_commit
 from groupcoord.server.coordinator.consumer import CONSUMER
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup
@@ -50,7 +51,16 @@ class OffsetMetadataManager:
 
     def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
         fx = self.ctx.begin(now_ms)
-        err = self._validate_commit(req)
+        err = validate_offset_commit(
+            self.ctx,
+            self.group_manager,
+            req.group_id,
+            req.generation_id,
+            req.member_id,
+            req.group_instance_id,
+            transactional=False,
+            version=req.version,
+        )
         if err:
             fx.reply(token, _commit_result(req, lambda t, p: err))
             return fx
@@ -105,33 +115,6 @@ class OffsetMetadataManager:
 
         fx.after_persist = after
         return fx
-
-    def _validate_commit(self, req: OffsetCommitRequest) -> int:
-        """Spec §6.2-§6.3; creates a simple group for generation < 0 on an unknown group."""
-        g = self.group_manager.group(req.group_id)
-        if g is None:
-            if req.generation_id < 0:
-                g = self.group_manager.add_simple_group(req.group_id, self.ctx.now)
-                self.ctx.event(g, "group_created", reason="simple_group")
-                return NONE
-            return int(E.GROUP_ID_NOT_FOUND) if req.version >= 9 else int(E.ILLEGAL_GENERATION)
-        if g.state == DEAD:
-            return int(E.COORDINATOR_NOT_AVAILABLE)
-        if req.generation_id < 0 and g.state == EMPTY:
-            return NONE
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            err = self.group_manager.validate_member(g, req.member_id, req.group_instance_id)
-            if err:
-                return err
-            if req.generation_id != g.generation_id:
-                return int(E.ILLEGAL_GENERATION)
-        else:
-            return int(E.UNKNOWN_MEMBER_ID)
-        if g.state == COMPLETING:
-            return int(E.REBALANCE_IN_PROGRESS)
-        if g.state in (STABLE, PREPARING):
-            self.group_manager.reschedule_member_heartbeat(g, g.members[req.member_id])
-        return NONE
 
     # ================================================================================= OffsetFetch
 

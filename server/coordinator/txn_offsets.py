@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Hashable
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.commit_checks import validate_offset_commit
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
-from groupcoord.server.coordinator.group import DEAD, EMPTY, STABLE
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue, PendingOffsetRecord
 from groupcoord.server.coordinator.types import Effects, OffsetCommitResult, TxnOffsetCommitRequest
@@ -45,7 +45,16 @@ class TxnOffsets:
     def commit(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
         """Validate (KIP-447 member checks), persist the offsets as pending, then answer."""
         fx = self.ctx.begin(now_ms)
-        err = self._validate(req)
+        err = validate_offset_commit(
+            self.ctx,
+            self.group_manager,
+            req.group_id,
+            req.generation_id,
+            req.member_id,
+            req.group_instance_id,
+            transactional=True,
+            version=req.version,
+        )
         max_meta = self.ctx.config.offset_metadata_max_bytes
         if err:
             fx.reply(token, _result(req, lambda t, p: err))
@@ -81,31 +90,6 @@ class TxnOffsets:
 
         fx.after_persist = after
         return fx
-
-    def _validate(self, req: TxnOffsetCommitRequest) -> int:
-        """Kafka's `ClassicGroup.validateOffsetCommit` with isTransactional: a commit without a member
-        (v0-v2, or generation -1 and no member id) is accepted in any live state; a member's commit must
-        match the member and the generation; no REBALANCE_IN_PROGRESS for transactional commits."""
-        g = self.group_manager.group(req.group_id)
-        if g is None:
-            if req.generation_id < 0:
-                g = self.group_manager.add_simple_group(req.group_id, self.ctx.now)
-                self.ctx.event(g, "group_created", reason="simple_group")
-                return NONE
-            return int(E.ILLEGAL_GENERATION)
-        if g.state == DEAD:
-            return int(E.COORDINATOR_NOT_AVAILABLE)
-        if req.generation_id < 0 and g.state == EMPTY:
-            return NONE
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            err = self.group_manager.validate_member(g, req.member_id, req.group_instance_id)
-            if err:
-                return err
-            if req.generation_id != g.generation_id:
-                return int(E.ILLEGAL_GENERATION)
-            if g.state == STABLE:
-                self.group_manager.reschedule_member_heartbeat(g, g.members[req.member_id])
-        return NONE
 
     def complete(
         self, group_id: str, producer_id: int, commit: bool, token: Hashable, now_ms: int
