@@ -14,6 +14,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, OperationContext
 from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.types import OffsetCommitRequest, TxnOffsetCommitRequest
 
 E = ErrorCode
 
@@ -21,23 +22,20 @@ E = ErrorCode
 def validate_offset_commit(
     ctx: OperationContext,
     groups: GroupMetadataManager,
-    group_id: str,
-    generation_id: int,
-    member_id: str,
-    group_instance_id: str | None,
-    *,
-    transactional: bool,
-    version: int,
+    req: OffsetCommitRequest | TxnOffsetCommitRequest,
 ) -> int:
     """The error code for this commit, or NONE; creates a simple group for generation < 0 on an unknown one
     and pushes the committing member's session deadline forward (a commit counts as a heartbeat)."""
+    transactional = isinstance(req, TxnOffsetCommitRequest)
+    group_id, generation_id, member_id = req.group_id, req.generation_id, req.member_id
+    group_instance_id = req.group_instance_id
     g = groups.group(group_id)
     if g is None:
         if generation_id < 0:
             g = groups.add_simple_group(group_id, ctx.now)
             ctx.event(g, "group_created", reason="simple_group")
             return NONE
-        if not transactional and version >= 9:
+        if not transactional and req.version >= 9:
             return int(E.GROUP_ID_NOT_FOUND)
         return int(E.ILLEGAL_GENERATION)
     if g.state == DEAD:

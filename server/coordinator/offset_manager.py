@@ -51,16 +51,7 @@ class OffsetMetadataManager:
 
     def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
         fx = self.ctx.begin(now_ms)
-        err = validate_offset_commit(
-            self.ctx,
-            self.group_manager,
-            req.group_id,
-            req.generation_id,
-            req.member_id,
-            req.group_instance_id,
-            transactional=False,
-            version=req.version,
-        )
+        err = validate_offset_commit(self.ctx, self.group_manager, req)
         if err:
             fx.reply(token, _commit_result(req, lambda t, p: err))
             return fx

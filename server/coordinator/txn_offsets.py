@@ -45,16 +45,7 @@ class TxnOffsets:
     def commit(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
         """Validate (KIP-447 member checks), persist the offsets as pending, then answer."""
         fx = self.ctx.begin(now_ms)
-        err = validate_offset_commit(
-            self.ctx,
-            self.group_manager,
-            req.group_id,
-            req.generation_id,
-            req.member_id,
-            req.group_instance_id,
-            transactional=True,
-            version=req.version,
-        )
+        err = validate_offset_commit(self.ctx, self.group_manager, req)
         max_meta = self.ctx.config.offset_metadata_max_bytes
         if err:
             fx.reply(token, _result(req, lambda t, p: err))
