@@ -22,21 +22,16 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from harness import throwaway_server  # bench/harness.py (the script's folder)
 
 from groupcoord.assignors.adapters import StickyAssignor
 from groupcoord.assignors.adapters.cooperative import CooperativeStickyAssignor
 
-ROOT = Path(__file__).resolve().parent.parent
 TOPIC, PARTITIONS = "bench-coop", 12
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
@@ -206,24 +201,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with tempfile.TemporaryDirectory() as data:
-        cmd = [sys.executable, "-m", "groupcoord.server", "serve", "--port", str(port), "--data-dir", data,
-               "--log-level", "warning", "--journal", "false"]  # fmt: skip
-        srv = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(200):
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            asyncio.run(run(port, args.rounds))
-        finally:
-            srv.terminate()
-            srv.wait(10)
+    with throwaway_server() as port:
+        asyncio.run(run(port, args.rounds))
 
 
 if __name__ == "__main__":

@@ -10,11 +10,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
+from bench.harness import print_rows, throwaway_server  # noqa: E402
 from groupcoord.protocol.codec import decode_response, encode_request  # noqa: E402
 from groupcoord.protocol.messages import fetch as fe  # noqa: E402
 from groupcoord.protocol.messages import offset_commit as oc  # noqa: E402
@@ -30,12 +28,6 @@ from groupcoord.protocol.messages import produce as pr  # noqa: E402
 from groupcoord.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest  # noqa: E402
 
 RECORD = b"x" * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def batch(records: int) -> bytes:
@@ -175,26 +167,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data:
-        cmd = [sys.executable, "-m", "groupcoord.server", "serve", "--port", str(port), "--data-dir", data,
-               "--log-level", "warning", "--journal", "false"]  # fmt: skip
-        srv = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(200):
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            rows = asyncio.run(run(port, args.quick))
-        finally:
-            srv.terminate()
-            srv.wait(10)
-    print(f"data plane over the wire ({os.cpu_count()} CPUs, server and client on one machine)")
-    print(f"{'scenario':55} {'result':>16}")
-    for name, value in rows:
-        print(f"{name:55} {value:>16}")
+    with throwaway_server() as port:
+        rows = asyncio.run(run(port, args.quick))
+    print_rows(f"data plane over the wire ({os.cpu_count()} CPUs, server and client on one machine)", rows)
 
 
 if __name__ == "__main__":

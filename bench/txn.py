@@ -20,9 +20,7 @@ import asyncio
 import logging
 import os
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 from aiokafka import AIOKafkaProducer, TopicPartition  # noqa: E402
 from aiokafka.structs import OffsetAndMetadata  # noqa: E402
 
-from bench.data_plane import Conn, free_port  # noqa: E402
+from bench.data_plane import Conn  # noqa: E402
+from bench.harness import print_rows, throwaway_server  # noqa: E402
 from groupcoord.protocol.messages import fetch as fe  # noqa: E402
 
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -128,28 +127,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
-    port = free_port()
-    with tempfile.TemporaryDirectory() as data:
-        cmd = [sys.executable, "-m", "groupcoord.server", "serve", "--port", str(port), "--data-dir", data,
-               "--log-level", "warning", "--journal", "false"]  # fmt: skip
-        srv = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
-        try:
-            import socket
-
-            for _ in range(200):
-                try:
-                    socket.create_connection(("127.0.0.1", port), 0.1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            rows = asyncio.run(run(port, args.quick))
-        finally:
-            srv.terminate()
-            srv.wait(10)
-    print(f"transactions over the wire ({os.cpu_count()} CPUs, server and client on one machine)")
-    print(f"{'scenario':60} {'result':>14}")
-    for name, value in rows:
-        print(f"{name:60} {value:>14}")
+    with throwaway_server() as port:
+        rows = asyncio.run(run(port, args.quick))
+    print_rows(
+        f"transactions over the wire ({os.cpu_count()} CPUs, server and client on one machine)", rows, 60
+    )
 
 
 if __name__ == "__main__":
