@@ -10,8 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 
-from groupcoord.server.coordinator.records import Record
+from groupcoord.server.coordinator.records import (
+    GroupMetadataValue,
+    OffsetRecord,
+    OffsetValue,
+    PendingOffsetRecord,
+    Record,
+    TxnRecord,
+    TxnValue,
+)
 from groupcoord.server.storage.base import StorageError
 
 
@@ -52,3 +61,29 @@ class GroupCommit:
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_result(None)
+
+
+@dataclass
+class LatestByKey:
+    """A batch folded to the last value per key, as a replay would leave it (None: delete the key): one
+    upsert or delete per row however often the batch wrote it. Keys: group id; (group, topic, partition) for
+    offsets; (group, producer id, topic, partition) for pending transactional offsets; transactional id."""
+
+    groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
+    offsets: dict[tuple[str, str, int], OffsetValue | None] = field(default_factory=dict)
+    pending: dict[tuple[str, int, str, int], OffsetValue | None] = field(default_factory=dict)
+    txns: dict[str, TxnValue | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: Sequence[Record]) -> LatestByKey:
+        out = cls()
+        for r in records:
+            if isinstance(r, OffsetRecord):
+                out.offsets[(r.group_id, r.topic, r.partition)] = r.value
+            elif isinstance(r, PendingOffsetRecord):
+                out.pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
+            elif isinstance(r, TxnRecord):
+                out.txns[r.transactional_id] = r.value
+            else:
+                out.groups[r.group_id] = r.value
+        return out

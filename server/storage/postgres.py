@@ -29,17 +29,15 @@ from typing import Protocol
 import asyncpg
 
 from groupcoord.server.coordinator.records import (
-    GroupMetadataValue,
     GroupRecord,
     OffsetRecord,
     OffsetValue,
     PendingOffsetRecord,
     Record,
     TxnRecord,
-    TxnValue,
 )
 from groupcoord.server.storage.base import StorageError
-from groupcoord.server.storage.group_commit import GroupCommit
+from groupcoord.server.storage.group_commit import GroupCommit, LatestByKey
 from groupcoord.server.storage.pg_migrations import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 from groupcoord.server.storage.shards import shard_of
 from groupcoord.server.storage.sqlite import decode_group, decode_txn, encode_group, encode_txn
@@ -191,19 +189,8 @@ class PostgresStateStore:
         await self._queue.write(records)
 
     async def _commit(self, records: list[Record]) -> None:
-        groups: dict[str, GroupMetadataValue | None] = {}
-        offsets: dict[tuple[str, str, int], OffsetValue | None] = {}
-        pending: dict[tuple[str, int, str, int], OffsetValue | None] = {}
-        txns: dict[str, TxnValue | None] = {}
-        for r in records:  # latest value per key wins, as replay would
-            if isinstance(r, OffsetRecord):
-                offsets[(r.group_id, r.topic, r.partition)] = r.value
-            elif isinstance(r, PendingOffsetRecord):
-                pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
-            elif isinstance(r, TxnRecord):
-                txns[r.transactional_id] = r.value
-            else:
-                groups[r.group_id] = r.value
+        latest = LatestByKey.of(records)
+        groups, offsets, pending, txns = latest.groups, latest.offsets, latest.pending, latest.txns
         shard = {
             g: shard_of(g, self.shards) for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending)}
         }

@@ -38,7 +38,7 @@ from groupcoord.server.coordinator.records import (
     TxnValue,
 )
 from groupcoord.server.storage.base import StorageError
-from groupcoord.server.storage.group_commit import GroupCommit
+from groupcoord.server.storage.group_commit import GroupCommit, LatestByKey
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -228,19 +228,8 @@ class SqliteStateStore:
 
     def _commit_sync(self, records: list[Record]) -> None:
         assert self._conn is not None
-        groups: dict[str, GroupMetadataValue | None] = {}
-        offsets: dict[tuple[str, str, int], OffsetValue | None] = {}
-        pending: dict[tuple[str, int, str, int], OffsetValue | None] = {}
-        txns: dict[str, TxnValue | None] = {}
-        for r in records:  # latest value per key wins, as replay would
-            if isinstance(r, OffsetRecord):
-                offsets[(r.group_id, r.topic, r.partition)] = r.value
-            elif isinstance(r, PendingOffsetRecord):
-                pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
-            elif isinstance(r, TxnRecord):
-                txns[r.transactional_id] = r.value
-            else:
-                groups[r.group_id] = r.value
+        latest = LatestByKey.of(records)
+        groups, offsets, pending, txns = latest.groups, latest.offsets, latest.pending, latest.txns
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
