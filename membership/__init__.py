@@ -14,11 +14,14 @@ from groupcoord.membership.assignors import (
     encode_resources,
     round_robin,
 )
-from groupcoord.membership.member import Assignment, GroupMember, MembershipError
+from groupcoord.membership.errors import AssignorError, BootstrapError, MembershipError
+from groupcoord.membership.member import Assignment, GroupMember
 
 __all__ = [
     "Assignment",
     "Assignor",
+    "AssignorError",
+    "BootstrapError",
     "GroupMember",
     "GroupMemberInfo",
     "MembershipError",

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from groupcoord.membership.errors import AssignorError
+
 
 @dataclass(frozen=True, slots=True)
 class GroupMemberInfo:
@@ -77,5 +79,32 @@ class ResourceAssignor:
         return b""
 
     def assign(self, leader_id: str, members: Sequence[GroupMemberInfo]) -> dict[str, bytes]:
-        shares = self.strategy(list(self.resources), member_order(members))
+        """Each member's share; refuses (:class:`AssignorError`) a ``strategy`` result that breaks "one owner
+        per resource": shares for unknown members, resources left unowned, given twice or made up."""
+        ids = member_order(members)
+        shares = self.strategy(list(self.resources), ids)
+        check_shares(self.name, self.resources, ids, shares)
         return {m.member_id: encode_resources(shares.get(m.member_id, [])) for m in members}
+
+
+def check_shares(
+    name: str, resources: Sequence[str], member_ids: Sequence[str], shares: Mapping[str, Sequence[str]]
+) -> None:
+    """Every resource owned by exactly one known member, or :class:`AssignorError` naming what is wrong."""
+    unknown_members = sorted(set(shares) - set(member_ids))
+    if unknown_members:
+        raise AssignorError(f"assignor {name!r} gave shares to unknown member ids {unknown_members}")
+    owners: dict[str, list[str]] = {}
+    for member_id, share in shares.items():
+        for resource in share:
+            owners.setdefault(resource, []).append(member_id)
+    wanted = list(dict.fromkeys(resources))
+    unowned = [r for r in wanted if r not in owners]
+    if unowned:
+        raise AssignorError(f"assignor {name!r} left resources unowned: {unowned}")
+    twice = {r: sorted(o) for r, o in owners.items() if len(o) > 1}
+    if twice:
+        raise AssignorError(f"assignor {name!r} gave resources to more than one owner: {twice}")
+    made_up = sorted(set(owners) - set(wanted))
+    if made_up:
+        raise AssignorError(f"assignor {name!r} assigned resources it was not given: {made_up}")
