@@ -170,7 +170,7 @@ async def test_bootstrap_errors_name_their_cause() -> None:
     with pytest.raises(ValueError, match="invalid port"):
         GroupMember("localhost:http", "g", ResourceAssignor(RESOURCES))
     unknown = GroupMember("no-such-host.invalid:9092", "g", ResourceAssignor(RESOURCES))
-    with pytest.raises(BootstrapError, match="'no-such-host.invalid' does not resolve"):
+    with pytest.raises(BootstrapError, match=r"'no-such-host\.invalid' does not resolve"):
         await unknown.start(timeout=30)
     await unknown.stop()
     refused = GroupMember(f"127.0.0.1:{free_port()}", "g", ResourceAssignor(RESOURCES), retry_backoff_s=0.05)
