@@ -177,3 +177,22 @@ async def test_bootstrap_errors_name_their_cause() -> None:
     with pytest.raises(TimeoutError, match="refused the connection"):
         await refused.start(timeout=2)
     await refused.stop()
+
+
+async def test_a_member_the_coordinator_expelled_reports_its_assignment_lost_not_revoked(
+    groupcoord_factory,
+) -> None:
+    coord = await groupcoord_factory(subprocess=True, virtual_clock=False)
+    calls: list[tuple[str, str]] = []
+    a = GroupMember(coord.bootstrap, "expelled", ResourceAssignor(RESOURCES), protocol_type="jobs",
+                    heartbeat_interval_ms=200,
+                    on_revoked=lambda x: calls.append(("revoked", x.member_id)),
+                    on_lost=lambda x: calls.append(("lost", x.member_id)))  # fmt: skip
+    await a.start()
+    first_id = a.member_id
+    await coord.expire_member("expelled", first_id)  # its next heartbeat is answered UNKNOWN_MEMBER_ID
+    await wait_for(lambda: a.assignment is not None and a.member_id != first_id, 30, "a to rejoin")
+    assert calls == [("lost", first_id)]  # Java's onPartitionsLost: the member could not hand it over
+    second_id = a.member_id
+    await a.stop()
+    assert calls == [("lost", first_id), ("revoked", second_id)]
