@@ -273,6 +273,8 @@ class GroupMember:
     async def _revoke(self) -> None:
         """Eager rebalance: give up the current assignment (``on_revoked``) before rejoining."""
         old, self.assignment = self.assignment, None
+        if old is not None:
+            self._cancel_guard()
         if old is not None and self.on_revoked is not None:
             async with self.callbacks:
                 await _call(self.on_revoked, old)
@@ -282,6 +284,7 @@ class GroupMember:
         if old is None or self.assignment is not old:
             return  # already revoked or lost
         self.assignment = None
+        self._cancel_guard()
         log.warning("group %s generation %d: assignment lost (%s)", self.group_id, old.generation, reason)
         callback = self.on_lost or self.on_revoked
         if callback is not None:
@@ -404,7 +407,9 @@ class GroupMember:
         elif kind == "fatal":
             assert exc is not None
             raise exc
-        # "rejoin" (a rebalance began, or the generation moved on) and "lost": run() rejoins
+        elif kind == "lost":  # nothing answered for most of a session: do not trust this connection
+            raise ConnectionClosedError("the coordinator did not answer for most of the session timeout")
+        # "rejoin" (a rebalance began, or the generation moved on): run() rejoins
 
     # -- heartbeats and the session guard, beside the callbacks -----------------------------------------
     def _alive(self, sent: float) -> None:
@@ -473,6 +478,12 @@ class GroupMember:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    def _cancel_guard(self) -> None:
+        """The assignment was given up: its guard has nothing left to do (unless it is the one giving up)."""
+        if self.guard is not None and self.guard is not asyncio.current_task():
+            self.guard.cancel()
+            self.guard = None
 
     async def _stop_guard(self) -> None:
         async with self.callbacks:  # a lost callback the guard already started runs to its end
