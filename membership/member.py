@@ -201,9 +201,14 @@ class GroupMember:
                     self._problem(exc)
                     await self._drop_connection()  # the session guard still runs: see _guard
                     await asyncio.sleep(self.retry_backoff)
-        except MembershipError as exc:
+        except Exception as exc:  # MembershipError, or a bug: either way the member ends, and says so
             self.error = exc
-            log.error("group %s: membership ended: %s", self.group_id, exc)
+            log.error(
+                "group %s: membership ended: %s",
+                self.group_id,
+                exc,
+                exc_info=not isinstance(exc, MembershipError),
+            )
             await self._lose(self.assignment, str(exc))
             await self._stop_guard()
             if isinstance(exc, AssignorError):
@@ -438,7 +443,9 @@ class GroupMember:
             except (ConnectionClosedError, OSError, TimeoutError) as exc:
                 report("reconnect", ConnectionClosedError(f"Heartbeat: {exc or type(exc).__name__}"))
                 return
-            assert isinstance(resp, HeartbeatResponse)
+            if not isinstance(resp, HeartbeatResponse):  # never a silent end: run() waits on `trouble`
+                report("reconnect", ConnectionClosedError(f"Heartbeat: unexpected response {resp!r}"))
+                return
             code = resp.error_code
             if code in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS):
                 self._alive(sent)
