@@ -155,7 +155,9 @@ class ControlHttp:
         except HttpError as exc:
             status, payload, allow = exc.status, {"error": str(exc)}, exc.allow
         except (ValueError, KeyError, TypeError) as exc:
-            status, payload = 400, {"error": str(exc.args[0] if isinstance(exc, KeyError) else exc)}
+            # str(KeyError("x")) is "'x'": answer with the text it was raised with
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            status, payload = 400, {"error": str(message)}
         except TimeoutError as exc:
             status, payload = 408, {"error": str(exc) or "timed out"}
         except (ConnectionError, asyncio.IncompleteReadError):
