@@ -6,13 +6,15 @@
 
 from groupcoord.server.control import GroupView, MemberView
 from groupcoord.testing.inprocess import GroupCoord, start_groupcoord
-from groupcoord.testing.remote import GroupCoordProcess, spawn_groupcoord
+from groupcoord.testing.remote import GroupCoordProcess, RemoteEventStream, RemoteFault, spawn_groupcoord
 
 __all__ = [
     "GroupCoord",
     "GroupCoordProcess",
     "GroupView",
     "MemberView",
+    "RemoteEventStream",
+    "RemoteFault",
     "spawn_groupcoord",
     "start_groupcoord",
 ]

@@ -6,6 +6,10 @@
 - `groupcoord_process`: a subprocess coordinator for synchronous tests (blocking clients).
 - `groupcoord_session`: one subprocess coordinator for the whole session (controlled over HTTP).
 A failing test's report gets the subprocess servers' logs.
+
+The async fixtures are declared with `pytest_asyncio.fixture`, so they work in pytest-asyncio's default
+strict mode (the test itself carries `@pytest.mark.asyncio`) as well as with `asyncio_mode = auto`; a plain
+`pytest.fixture` async generator is only picked up in auto mode, and in strict mode the test errors at setup.
 """
 
 from __future__ import annotations
@@ -14,6 +18,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+try:
+    from pytest_asyncio import fixture as async_fixture
+except ImportError:  # pytest-asyncio missing (`groupcoord[testing]` brings it): the sync fixtures still work
+    async_fixture = pytest.fixture
 
 from groupcoord.testing.inprocess import GroupCoord, start_groupcoord
 from groupcoord.testing.remote import GroupCoordProcess, spawn_groupcoord
@@ -30,8 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture
+@async_fixture
 async def groupcoord_factory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
+    """`await groupcoord_factory(subprocess=False, virtual_clock=True, **options)` starts one more coordinator
+    (in-process on the test's loop, or a child process with `subprocess=True`); `options` are Kafka config
+    names in underscores. Every server it started is stopped after the test."""
     started: list[Server] = []
     procs = request.node.stash.setdefault(_PROCS, [])
 
@@ -54,8 +66,11 @@ async def groupcoord_factory(request: pytest.FixtureRequest, tmp_path: Path) -> 
             server.stop()
 
 
-@pytest.fixture
+@async_fixture
 async def groupcoord(request: pytest.FixtureRequest, groupcoord_factory: Factory) -> Server:
+    """A coordinator on a free loopback port for this test: in-process on the test's loop (virtual clock,
+    memory storage, no initial-rebalance delay), options from `@pytest.mark.groupcoord(name=value, ...)`,
+    `subprocess=True` for a child process. Use `.bootstrap` for clients, `.advance(ms)` to move the clock."""
     marker = request.node.get_closest_marker("groupcoord")
     options = dict(marker.kwargs) if marker is not None else {}
     return await groupcoord_factory(**options)
@@ -78,6 +93,8 @@ def groupcoord_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
 def groupcoord_session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GroupCoordProcess]:
+    """One subprocess coordinator (virtual clock) shared by the whole session, controlled over HTTP; tests
+    that share it should each use group ids of their own."""
     server = spawn_groupcoord(tmp_path_factory.mktemp("groupcoord-session") / "data")
     request.config.stash.setdefault(_PROCS, []).append(server)
     yield server

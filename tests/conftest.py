@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# `pytester` (tests/testing/test_plugin_modes.py runs small user projects against the groupcoord plugin)
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -45,6 +45,13 @@ class EventStream:
     async def __anext__(self) -> dict:
         return await self.queue.get()
 
+    def drain(self) -> list[dict]:
+        """The events queued now, without waiting (the same on the subprocess facade's stream)."""
+        out = []
+        while not self.queue.empty():
+            out.append(self.queue.get_nowait())
+        return out
+
     def close(self) -> None:
         if self in self._registry:
             self._registry.remove(self)
@@ -295,6 +302,7 @@ class Control:
 
     async def close(self) -> None:
         self.faults.clear()
+        self.faults.known.clear()
         self.faults.max_versions.clear()
         self.faults.record(False)
         if self._http is not None:

@@ -18,7 +18,7 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import structlog
 
@@ -49,6 +49,30 @@ if TYPE_CHECKING:
 log = structlog.get_logger("groupcoord.control")
 
 Reply = bytes | Pending | None
+_KNOWN_MAX = 10_000
+
+
+class FaultHandle(Protocol):
+    """What a test holds for an injected fault, in-process (`Fault`) or over HTTP
+    (`groupcoord.testing.remote.RemoteFault`): the same names, so a test reads the same either way."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def fired(self) -> int: ...
+
+    @property
+    def holding(self) -> int: ...
+
+    @property
+    def active(self) -> bool: ...
+
+    def release(self) -> int: ...
+
+    def remove(self) -> None: ...
+
+    def as_json(self) -> dict: ...
 
 
 class FaultSpec(TypedDict, total=False):
@@ -292,6 +316,9 @@ class FaultInjector:
         self.recording = False
         self.recorded: list[Recorded] = []
         self._ids = itertools.count(1)
+        # every fault by id, also once used up or removed, so a test can still read its `fired` count
+        # (`faults` holds only those in force); the oldest are forgotten past _KNOWN_MAX
+        self.known: dict[int, Fault] = {}
         self._bypass: bytes | None = None
         self.max_versions: dict[int, int] = {}  # api key -> the highest version we pretend to speak
 
@@ -339,6 +366,9 @@ class FaultInjector:
             _owner=self,
         )
         self.faults.append(fault)
+        self.known[fault.id] = fault
+        while len(self.known) > _KNOWN_MAX:
+            del self.known[next(iter(self.known))]
         self._install()
         log.info("fault added", **fault.as_json())
         return fault

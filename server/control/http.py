@@ -1,7 +1,10 @@
 """The test controls as JSON over HTTP/1.1, for suites in Java, Go, JavaScript and compose stacks.
 
 Opt-in (`--control-port`), loopback by default, no authentication: a test fixture, never a production port.
-One request per connection (`Connection: close`), bodies are JSON. Routes (docs/testing.md has curl examples):
+One request per connection (`Connection: close`), bodies are JSON. Path segments ({g}, {m}) are
+percent-encoded UTF-8, so any group id reaches its group. Unknown body or query fields are refused (400,
+naming the field), a known path with another method gets 405, a value of the wrong JSON type a 400 that says
+what was expected. Routes (docs/testing.md has curl examples):
 
     GET    /v1/clock                                  {"now_ms", "virtual"}
     POST   /v1/clock/advance            {"ms"}        {"now_ms"}
@@ -10,10 +13,14 @@ One request per connection (`Connection: close`), bodies are JSON. Routes (docs/
     GET    /v1/groups/{g}/wait?state=&members=&generation=&timeout_ms=   the group, or 408
     POST   /v1/groups/{g}/members/{m}/expire          {}
     POST   /v1/groups/{g}/rebalance     {"reason"}    the group (PreparingRebalance), 404 or 409
+    POST   /v1/groups/{g}/events                      {"id"}: subscribe to the group's journal events
+    GET    /v1/events/{id}?timeout_ms=                {"events": [...]} queued since; waits for one
+    DELETE /v1/events/{id}                            unsubscribe
     POST   /v1/faults                   {"apis", "error", "count", "delay_ms", "disconnect", "group",
                                          "client_id", "for_ms", "hold", "versions",
                                          "drop_response"}   the fault with its id
-    GET    /v1/faults                                 {"faults": [...]}
+    GET    /v1/faults                                 {"faults": [...]} (those in force)
+    GET    /v1/faults/{id}                            one fault, also after it is used up ("fired")
     POST   /v1/faults/{id}/release                    lets the requests a hold fault parked go on
     DELETE /v1/faults  |  /v1/faults/{id}
     GET    /v1/versions                               {"max_versions": {"JOIN_GROUP": 2, ...}}
@@ -31,12 +38,25 @@ import asyncio
 import contextlib
 import json
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import structlog
 
+from groupcoord.server.control.faults import FaultSpec
+from groupcoord.server.control.http_values import (
+    HttpError,
+    check_fields,
+    flag,
+    name_or_code,
+    names_or_codes,
+    query_whole,
+    split_target,
+    text,
+    whole,
+    wholes,
+)
+
 if TYPE_CHECKING:
-    from groupcoord.server.control.control import Control
+    from groupcoord.server.control.control import Control, EventStream
     from groupcoord.server.control.faults import Fault
 
 log = structlog.get_logger("groupcoord.control")
@@ -50,24 +70,75 @@ _REASONS = {
     408: "Request Timeout",
     409: "Conflict",
 }
+_LONG_POLL_MAX_MS = 60_000
+
+# Every route: (method, path with "*" for one free segment, accepted body fields, accepted query fields). A
+# path that matches with another method is a 405; a field outside these is a 400 naming it.
+_FAULT_FIELDS = frozenset(FaultSpec.__annotations__) | {"apis", "api"}
+_ROUTES: tuple[tuple[str, tuple[str, ...], frozenset[str], frozenset[str]], ...] = tuple(
+    (method, tuple(path.strip("/").split("/")), frozenset(body), frozenset(query))
+    for method, path, body, query in (
+        ("GET", "/v1/clock", (), ()),
+        ("POST", "/v1/clock/advance", ("ms",), ()),
+        ("GET", "/v1/groups", (), ()),
+        ("GET", "/v1/groups/*", (), ()),
+        ("GET", "/v1/groups/*/wait", (), ("state", "members", "generation", "timeout_ms")),
+        ("POST", "/v1/groups/*/members/*/expire", (), ()),
+        ("POST", "/v1/groups/*/rebalance", ("reason",), ()),
+        ("POST", "/v1/groups/*/events", (), ()),
+        ("GET", "/v1/events/*", (), ("timeout_ms",)),
+        ("DELETE", "/v1/events/*", (), ()),
+        ("POST", "/v1/faults", _FAULT_FIELDS, ()),
+        ("GET", "/v1/faults", (), ()),
+        ("DELETE", "/v1/faults", (), ()),
+        ("GET", "/v1/faults/*", (), ()),
+        ("DELETE", "/v1/faults/*", (), ()),
+        ("POST", "/v1/faults/*/release", (), ()),
+        ("GET", "/v1/versions", (), ()),
+        ("POST", "/v1/versions", ("api", "max_version"), ()),
+        ("DELETE", "/v1/versions", (), ()),
+        ("POST", "/v1/coordinator/unavailable", ("for_ms", "error", "group"), ()),
+        ("POST", "/v1/recording", ("on",), ()),
+        ("GET", "/v1/requests", (), ("api", "group")),
+        ("DELETE", "/v1/requests", (), ()),
+    )
+)
 
 
-class HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+def _matches(pattern: tuple[str, ...], path: list[str]) -> bool:
+    return len(pattern) == len(path) and all(p in ("*", s) for p, s in zip(pattern, path, strict=True))
+
+
+def check_request(method: str, path: list[str], query: dict[str, str], body: dict) -> None:
+    """404 for no such path, 405 (with the methods it takes) for a wrong method, 400 for an unknown field."""
+    routes = [r for r in _ROUTES if _matches(r[1], path)]
+    if not routes:
+        raise HttpError(404, f"no route {method} /{'/'.join(path)}")
+    route = next((r for r in routes if r[0] == method), None)
+    if route is None:
+        allow = tuple(sorted({r[0] for r in routes}))
+        raise HttpError(
+            405, f"{method} is not allowed on /{'/'.join(path)} (allowed: {', '.join(allow)})", allow
+        )
+    check_fields("body", body, route[2])
+    check_fields("query", query, route[3])
 
 
 class ControlHttp:
     def __init__(self, control: Control) -> None:
         self.control = control
         self._server: asyncio.base_events.Server | None = None
+        self._streams: dict[int, EventStream] = {}  # event subscriptions by id (POST /v1/groups/{g}/events)
+        self._stream_ids = 0
 
     async def start(self, host: str, port: int) -> int:
         self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
         return self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
+        for stream in self._streams.values():
+            stream.close()
+        self._streams.clear()
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -75,17 +146,18 @@ class ControlHttp:
             self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        status, payload = 500, {"error": "internal error"}
+        status, payload, allow = 500, {"error": "internal error"}, ()
         try:
             method, target, body = await asyncio.wait_for(_read_request(reader), 30)
-            parts = urlsplit(target)
-            path = [unquote(p) for p in parts.path.strip("/").split("/") if p]
-            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+            path, query = split_target(target)
+            check_request(method, path, query, body)
             status, payload = 200, await self.route(method, path, query, body)
         except HttpError as exc:
-            status, payload = exc.status, {"error": str(exc)}
+            status, payload, allow = exc.status, {"error": str(exc)}, exc.allow
         except (ValueError, KeyError, TypeError) as exc:
-            status, payload = 400, {"error": str(exc)}
+            # str(KeyError("x")) is "'x'": answer with the text it was raised with
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            status, payload = 400, {"error": str(message)}
         except TimeoutError as exc:
             status, payload = 408, {"error": str(exc) or "timed out"}
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -96,10 +168,11 @@ class ControlHttp:
         data = json.dumps(payload).encode()
         head = (
             f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n"
         )
+        head += f"Allow: {', '.join(allow)}\r\n" if allow else ""
         try:
-            writer.write(head.encode() + data)
+            writer.write(head.encode() + b"\r\n" + data)
             await writer.drain()
         except ConnectionError:
             pass
@@ -107,6 +180,7 @@ class ControlHttp:
             writer.close()
 
     async def route(self, method: str, path: list[str], query: dict[str, str], body: dict) -> dict:
+        """Serve one request `check_request` has let through (its method, path and field names are known)."""
         c = self.control
         match (method, path):
             case ("GET", ["v1", "clock"]):
@@ -114,18 +188,22 @@ class ControlHttp:
             case ("POST", ["v1", "clock", "advance"]):
                 if not c.virtual:
                     raise HttpError(400, "the server runs on the wall clock; start it with --virtual-clock")
-                return {"now_ms": await c.advance(int(body["ms"]))}
+                ms = whole(body, "ms", minimum=0)
+                assert ms is not None
+                return {"now_ms": await c.advance(ms)}
             case ("GET", ["v1", "groups"]):
                 return {"groups": sorted(c.group_ids())}
             case ("GET", ["v1", "groups", group]):
                 return c.describe(group).as_json()
             case ("GET", ["v1", "groups", group, "wait"]):
+                timeout_ms = query_whole(query, "timeout_ms", 10_000)
+                assert timeout_ms is not None
                 view = await c.wait_group(
                     group,
                     state=query.get("state") or None,
-                    members=int(query["members"]) if "members" in query else None,
-                    generation=int(query["generation"]) if "generation" in query else None,
-                    timeout=int(query.get("timeout_ms", "10000")) / 1000,
+                    members=query_whole(query, "members"),
+                    generation=query_whole(query, "generation"),
+                    timeout=timeout_ms / 1000,
                 )
                 return view.as_json()
             case ("POST", ["v1", "groups", group, "members", member, "expire"]):
@@ -135,27 +213,45 @@ class ControlHttp:
                     raise HttpError(404, exc.args[0]) from None
                 return {}
             case ("POST", ["v1", "groups", group, "rebalance"]):
+                reason = text(body, "reason") or "forced"
                 try:
-                    view = await c.force_rebalance(group, str(body.get("reason") or "forced"))
+                    view = await c.force_rebalance(group, reason)
                 except KeyError as exc:
                     raise HttpError(404, exc.args[0]) from None
                 except ValueError as exc:
                     raise HttpError(409, str(exc)) from None
                 return view.as_json()
+            case ("POST", ["v1", "groups", group, "events"]):
+                self._stream_ids += 1
+                self._streams[self._stream_ids] = c.events(group)
+                return {"id": self._stream_ids, "group": group}
+            case ("GET", ["v1", "events", sid]):
+                stream = self._stream(sid)
+                wait_ms = min(query_whole(query, "timeout_ms", 0) or 0, _LONG_POLL_MAX_MS)
+                if stream.queue.empty() and wait_ms > 0:
+                    try:
+                        first = await asyncio.wait_for(stream.queue.get(), wait_ms / 1000)
+                    except TimeoutError:
+                        return {"events": []}
+                    return {"events": [first, *stream.drain()]}
+                return {"events": stream.drain()}
+            case ("DELETE", ["v1", "events", sid]):
+                self._stream(sid).close()
+                del self._streams[int(sid)]
+                return {}
             case ("POST", ["v1", "faults"]):
-                apis = body.get("apis", body.get("api", ()))
                 fault = c.fault(
-                    *([apis] if isinstance(apis, str | int) else apis),
-                    error=body.get("error"),
-                    count=body.get("count", 1),
-                    delay_ms=int(body.get("delay_ms", 0)),
-                    disconnect=bool(body.get("disconnect", False)),
-                    group=body.get("group"),
-                    client_id=body.get("client_id"),
-                    for_ms=body.get("for_ms"),
-                    hold=bool(body.get("hold", False)),
-                    versions=tuple(int(v) for v in body.get("versions", ())),
-                    drop_response=bool(body.get("drop_response", False)),
+                    *names_or_codes(body, "apis" if "apis" in body else "api"),
+                    error=name_or_code(body, "error"),
+                    count=whole(body, "count", default=1, minimum=1, nullable=True),
+                    delay_ms=whole(body, "delay_ms", default=0, minimum=0) or 0,
+                    disconnect=flag(body, "disconnect"),
+                    group=text(body, "group"),
+                    client_id=text(body, "client_id"),
+                    for_ms=whole(body, "for_ms", default=None, minimum=0, nullable=True),
+                    hold=flag(body, "hold"),
+                    versions=wholes(body, "versions"),
+                    drop_response=flag(body, "drop_response"),
                 )
                 return fault.as_json()
             case ("GET", ["v1", "faults"]):
@@ -163,6 +259,8 @@ class ControlHttp:
             case ("DELETE", ["v1", "faults"]):
                 c.clear_faults()
                 return {}
+            case ("GET", ["v1", "faults", fid]):
+                return self._fault(fid).as_json()
             case ("DELETE", ["v1", "faults", fid]):
                 fault = self._fault(fid)
                 fault.remove()
@@ -173,20 +271,25 @@ class ControlHttp:
             case ("GET", ["v1", "versions"]):
                 return {"max_versions": c.max_versions()}
             case ("POST", ["v1", "versions"]):
-                cap = body.get("max_version")
-                c.max_version(body["api"], int(cap) if cap is not None else None)
+                api = name_or_code(body, "api")
+                if api is None:
+                    raise HttpError(400, "field 'api' is required")
+                c.max_version(api, whole(body, "max_version", default=None, minimum=0, nullable=True))
                 return {"max_versions": c.max_versions()}
             case ("DELETE", ["v1", "versions"]):
                 for name in c.max_versions():
                     c.max_version(name, None)
                 return {"max_versions": {}}
             case ("POST", ["v1", "coordinator", "unavailable"]):
+                for_ms = whole(body, "for_ms", minimum=0)
+                assert for_ms is not None
+                error = name_or_code(body, "error", "COORDINATOR_NOT_AVAILABLE")
                 fault = c.coordinator_unavailable(
-                    int(body["for_ms"]), body.get("error", "COORDINATOR_NOT_AVAILABLE"), body.get("group")
+                    for_ms, error or "COORDINATOR_NOT_AVAILABLE", text(body, "group")
                 )
                 return fault.as_json()
             case ("POST", ["v1", "recording"]):
-                c.record(bool(body.get("on", True)))
+                c.record(flag(body, "on", True))
                 return {"recording": c.faults.recording}
             case ("GET", ["v1", "requests"]):
                 return {"requests": [r.as_json() for r in c.recorded(query.get("api"), query.get("group"))]}
@@ -196,14 +299,24 @@ class ControlHttp:
         raise HttpError(404, f"no route {method} /{'/'.join(path)}")
 
     def _fault(self, fid: str) -> Fault:
-        for fault in self.control.faults.faults:
-            if str(fault.id) == fid:
-                return fault
-        raise HttpError(404, f"no fault {fid}")
+        """A fault by id, in force or not: one used up (or removed) still answers with its `fired` count."""
+        fault = self.control.faults.known.get(int(fid)) if fid.isascii() and fid.isdigit() else None
+        if fault is None:
+            raise HttpError(404, f"no fault {fid}")
+        return fault
+
+    def _stream(self, sid: str) -> EventStream:
+        stream = self._streams.get(int(sid)) if sid.isascii() and sid.isdigit() else None
+        if stream is None:
+            raise HttpError(404, f"no event subscription {sid}")
+        return stream
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict]:
-    line = (await reader.readline()).decode("latin-1").strip()
+    try:
+        line = (await reader.readline()).decode("utf-8").strip()  # escapes are ASCII; raw bytes are UTF-8
+    except UnicodeDecodeError:
+        raise HttpError(400, "the request line is not UTF-8") from None
     try:
         method, target, _ = line.split(" ", 2)
     except ValueError:
