@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 #: (resource, name) -> may the principal DESCRIBE it; resource is "group", "topic" or "transactional_id"
 Visible = Callable[[str, str], bool]
 
-#: above this many member x partition cells the page lists each member's partitions instead of a grid
-GRID_MAX_CELLS = 40_000
+#: above this many partitions (grid columns) the page lists each member's partitions instead of a grid
+GRID_MAX_PARTITIONS = 100
 
 
 class ConsoleSource(Protocol):
@@ -47,24 +47,48 @@ def everything(_kind: str, _name: str) -> bool:
     return True
 
 
+class _Decoded:
+    """Decoded consumer-protocol assignments and subscriptions, keyed by their bytes: they change only on a
+    rebalance, while a page polls every second, and decoding is most of a group page's cost. Bounded."""
+
+    MAX = 100_000
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[bool, bytes], list[str]] = {}
+
+    def get(self, data: bytes, assignment: bool) -> list[str]:
+        key = (assignment, data)
+        hit = self._cache.get(key)
+        if hit is None:
+            try:
+                if assignment:
+                    a = decode_assignment(data)
+                    hit = [f"{tp.topic}-{p}" for tp in a.assigned_partitions for p in tp.partitions]
+                else:
+                    hit = sorted(decode_subscription(data).topics)
+            except Exception:  # a client's bytes we cannot read show as none, never an error page
+                hit = []
+            if len(self._cache) >= self.MAX:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+
+_decoded = _Decoded()
+
+
 def _assigned(m: Member) -> list[str]:
     """The member's partitions as `topic-partition`, decoded from its consumer-protocol assignment."""
     if m.protocol_type not in (None, "consumer") or not m.assignment:
         return []
-    try:
-        a = decode_assignment(m.assignment)
-    except Exception:  # an assignment from a client we cannot read is shown as none, never an error page
-        return []
-    return [f"{tp.topic}-{p}" for tp in a.assigned_partitions for p in tp.partitions]
+    return _decoded.get(m.assignment, True)
 
 
 def _subscribed(m: Member, protocol: str | None) -> list[str]:
     if m.protocol_type not in (None, "consumer"):
         return []
-    try:
-        return sorted(decode_subscription(m.metadata(protocol)).topics)
-    except Exception:
-        return []
+    data = m.metadata(protocol)
+    return _decoded.get(data, False) if data else []
 
 
 def _log_end(logs: LogManager | None, topic: str, partition: int) -> int | None:
@@ -225,7 +249,7 @@ def group(
         "leader": None if g is None else g.leader_id,
         "members": members,
         "partitions": partitions,
-        "grid": len(members) * len(partitions) <= GRID_MAX_CELLS,
+        "grid": len(partitions) <= GRID_MAX_PARTITIONS,
         "lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
         "timeline": timeline.rows(gid),
         "replacements": timeline.replacements(gid),

@@ -172,10 +172,11 @@ async def wait_browser(driver: Any, predicate: Any, what: str, timeout: float = 
     raise AssertionError(f"timed out waiting for {what}; the page showed {last}")
 
 
-async def screenshot(driver: Any, path: Path) -> None:
+async def screenshot(driver: Any, path: Path, publish: bool = True) -> None:
+    """Saved with the test's files; with GROUPCOORD_UPDATE_SCREENSHOTS=1 the published ones replace docs/images/."""
     await asyncio.to_thread(driver.save_screenshot, str(path))
     assert path.stat().st_size > 10_000
-    if os.environ.get("GROUPCOORD_UPDATE_SCREENSHOTS"):
+    if publish and os.environ.get("GROUPCOORD_UPDATE_SCREENSHOTS"):
         SCREENSHOTS.mkdir(exist_ok=True)
         shutil.copy(path, SCREENSHOTS / path.name)
 
@@ -200,7 +201,7 @@ async def test_a_browser_watching_the_console_sees_a_group_rebalance_as_it_happe
                 "one member owning both partitions",
             )
             assert before["lag"] == "7" and before["rows"] >= 1
-            await screenshot(driver, tmp_path / "console-group-one-member.png")
+            await screenshot(driver, tmp_path / "console-group-one-member.png", publish=False)
 
             second = AIOKafkaConsumer(
                 topic,
