@@ -186,7 +186,8 @@ async def test_a_browser_watching_the_console_sees_a_group_rebalance_as_it_happe
 ) -> None:
     mport = free_port()
     srv = server_factory("--metrics-port", str(mport))
-    topic, gid = unique("console"), unique("billing")
+    # a client-chosen id with markup in it must show as text
+    topic, gid = unique("console"), unique("billing") + "<i>&x</i>"
     first = await lagging_group(srv.bootstrap, topic, gid)
     second = None
     try:
@@ -239,9 +240,10 @@ async def test_a_browser_watching_the_console_sees_a_group_rebalance_as_it_happe
 
             def listed() -> bool:
                 rows = driver.execute_script(
-                    "return [...document.querySelectorAll('#groups-table tbody tr')].map(r => r.dataset.group)"
+                    "return [...document.querySelectorAll('#groups-table tbody tr')]"
+                    ".map(r => [r.dataset.group, r.querySelector('a').textContent])"
                 )
-                return gid in rows
+                return [gid, gid] in rows
 
             await wait_for(lambda: listed(), 60, "the groups page to list the group")
             await screenshot(driver, tmp_path / "console-groups.png")
@@ -249,3 +251,58 @@ async def test_a_browser_watching_the_console_sees_a_group_rebalance_as_it_happe
         await first.stop()
         if second is not None:
             await second.stop()
+
+
+async def test_long_tables_page_by_100_rows_and_keep_their_page_across_live_updates(
+    server_factory, tmp_path: Path
+) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    mport = free_port()
+    srv = server_factory("--metrics-port", str(mport))
+    topic, gid = unique("wide"), unique("wide-group")
+    admin = AIOKafkaAdminClient(bootstrap_servers=srv.bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, 120, 1)])
+    finally:
+        await admin.close()
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=srv.bootstrap, group_id=gid, heartbeat_interval_ms=500
+    )
+    await consumer.start()
+    try:
+        await wait_for(lambda: len(consumer.assignment()) == 120, 60, "the member to own 120 partitions")
+        pager = """const p = document.querySelector('.pager[data-for="offsets-table"]');
+            return p ? [p.textContent, document.querySelectorAll('#offsets-table tbody tr').length,
+                        !!document.getElementById('assignment-list')] : null;"""
+        with chromium() as driver:
+            url = f"http://127.0.0.1:{mport}/ui/#/group/{urllib.parse.quote(gid, safe='')}"
+            await asyncio.to_thread(driver.get, url)
+
+            async def shows(text: str, rows: int) -> bool:
+                got = await asyncio.to_thread(driver.execute_script, pager)
+                return got is not None and text in got[0] and got[1] == rows and got[2]
+
+            async def wait(text: str, rows: int) -> None:
+                for _ in range(240):
+                    if await shows(text, rows):
+                        return
+                    await asyncio.sleep(0.25)
+                raise AssertionError(f"the offsets table never showed {text!r} with {rows} rows")
+
+            await wait("rows 1–100 of 120", 100)
+            await asyncio.to_thread(
+                driver.execute_script,
+                "document.querySelector('.pager[data-for=\"offsets-table\"] .next').click()",
+            )
+            await wait("rows 101–120 of 120", 20)
+            before = await asyncio.to_thread(driver.execute_script, "return document.body.dataset.updated")
+            for _ in range(240):  # two more polls re-render the page: it stays on the second page
+                now = await asyncio.to_thread(driver.execute_script, "return document.body.dataset.updated")
+                if now != before and int(now) - int(before) > 1500:
+                    break
+                await asyncio.sleep(0.25)
+            assert await shows("rows 101–120 of 120", 20)
+    finally:
+        await consumer.stop()
