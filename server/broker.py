@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 from typing import TYPE_CHECKING
 
 import structlog
@@ -30,6 +31,8 @@ from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
+from groupcoord.server.console import Console
+from groupcoord.server.console.auth import ConsoleAuth
 from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
@@ -142,6 +145,9 @@ class Broker:
         self.load_ms: int | None = None
         #: metrics and probes (`--metrics-port`); None when off
         self.ops: Ops | None = None
+        #: the live web console at /ui of the metrics listener (`--console`); None when off
+        self.console: Console | None = None
+        self.started_ms = wall_ms()
         self._servers: list[asyncio.base_events.Server] = []
         #: the listeners as bound (a port-0 listener advertises the port it got), in `--listeners` order
         self.listeners: tuple[Listener, ...] = ()
@@ -214,7 +220,11 @@ class Broker:
         )
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
         if cfg.metrics_port:
-            self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
+            if cfg.console:
+                self.console = self._make_console()
+                self.journal.listeners.append(self.console.on_event)
+            handler = None if self.console is None else self.console.handle
+            self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag, console=handler)
             self.dispatcher.observer = self.ops
             self.runtime.listener = self.ops.on_event
             await self.ops.start(cfg.metrics_host, cfg.metrics_port)
@@ -350,6 +360,24 @@ class Broker:
     def access(self) -> Security:
         """The authorizer and ACL store (`HandlerServices.access`)."""
         return self.security
+
+    def _make_console(self) -> Console:
+        sasl = any(lst.protocol.startswith("SASL") for lst in self.config.listener_list())
+        return Console(self, ConsoleAuth(self.security, sasl))
+
+    def console_facts(self) -> dict[str, object]:
+        """What the console's overview shows of this node that only the wiring knows (views.ConsoleSource)."""
+        try:
+            version = importlib.metadata.version("groupcoord")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown"
+        return {
+            "node_id": self.config.node_id,
+            "version": version,
+            "listeners": [f"{lst.name}://{lst.host}:{lst.port}" for lst in self.listeners],
+            "connections": 0 if self.guard is None else self.guard.total,
+            "started_ms": self.started_ms,
+        }
 
     @property
     def api_versions_table(self) -> tuple[ApiVersion, ...]:

@@ -74,6 +74,7 @@ class ServerConfig:
     metrics_port: int = 0
     metrics_host: str = "127.0.0.1"
     metrics_partition_lag: bool = True
+    console: bool = True
     # static log defaults (Kafka's server.properties); None: not set, Kafka's default applies
     log_retention_ms: int | None = None
     log_retention_minutes: int | None = None
@@ -341,6 +342,12 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ("--log-retention-bytes", int, "default retention.bytes per partition (default -1: no size limit)"),
     ("--log-segment-bytes", int, "default segment.bytes (default 1073741824)"),
     ("--log-cleanup-policy", str, "default cleanup.policy: delete (default), compact or compact,delete"),
+    (
+        "--console",
+        _bool,
+        "serve the read-only live web console at /ui on the --metrics-port listener (default true; "
+        "docs/console.md)",
+    ),
     (
         "--metrics-partition-lag",
         _bool,

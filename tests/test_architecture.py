@@ -85,6 +85,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.txn",
         "protocol",
     ),
+    # the web console: read-only views over the state machine, the log, transactions and cluster leases
+    "server.console": (
+        "server.console",
+        "server.coordinator",
+        "server.log",
+        "server.txn",
+        "server.cluster",
+        "server.security",
+        "protocol",
+    ),
     "server.network": ("server.network", "server.dispatch", "server.listeners", "protocol"),
     # server.broker and server.cli wire everything and may import anything (but not in a circle: see cycles())
 }

@@ -10,7 +10,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from groupcoord.server.coordinator.records import OffsetRecord
 from groupcoord.server.coordinator.types import Effects
-from groupcoord.server.ops.http import AdminHttp
+from groupcoord.server.ops.http import AdminHttp, ConsoleHandler
 from groupcoord.server.ops.metrics import JournalMetrics, RequestMetrics, StateCollector, StateSource
 
 __all__ = ["Ops"]
@@ -29,8 +29,11 @@ class _Registered:
 class Ops:
     """Everything the admin listener serves, for one broker."""
 
-    def __init__(self, source: StateSource, partition_lag: bool = True) -> None:
+    def __init__(
+        self, source: StateSource, partition_lag: bool = True, console: ConsoleHandler | None = None
+    ) -> None:
         self.source = source
+        self.console = console
         self.requests = RequestMetrics()
         self.journal = JournalMetrics()
         self.registry = CollectorRegistry(auto_describe=False)
@@ -56,7 +59,7 @@ class Ops:
             )
 
     async def start(self, host: str, port: int) -> int:
-        self.http = AdminHttp(self.registry, lambda: not self.source.loading)
+        self.http = AdminHttp(self.registry, lambda: not self.source.loading, self.console)
         self.port = await self.http.start(host, port)
         return self.port
 

@@ -8,7 +8,7 @@ exposition text comes from prometheus-client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -20,12 +20,20 @@ MAX_HEADER_BYTES = 16 * 1024
 READ_TIMEOUT_S = 10.0
 
 
-class AdminHttp:
-    """Serves the registry and the two probes; `ready()` says whether the coordinator state is loaded."""
+#: the web console's handler (server/console): (request head, peer host) -> (status, type, body, header lines)
+ConsoleHandler = Callable[[bytes, str], Awaitable[tuple[str, str, bytes, list[str]]]]
 
-    def __init__(self, registry: CollectorRegistry, ready: Callable[[], bool]) -> None:
+
+class AdminHttp:
+    """Serves the registry and the two probes; `ready()` says whether the coordinator state is loaded.
+    With a `console`, requests under `/ui` go to it (the live web console)."""
+
+    def __init__(
+        self, registry: CollectorRegistry, ready: Callable[[], bool], console: ConsoleHandler | None = None
+    ) -> None:
         self.registry = registry
         self.ready = ready
+        self.console = console
         self.server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
@@ -46,13 +54,20 @@ class AdminHttp:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
             writer.close()
             return
+        head = head[:MAX_HEADER_BYTES]
+        extra: list[str] = []
         try:
-            status, ctype, body = self._route(head[:MAX_HEADER_BYTES])
+            if self.console is not None and self._is_console(head):
+                peer = writer.get_extra_info("peername")
+                status, ctype, body, extra = await self.console(head, peer[0] if peer else "")
+            else:
+                status, ctype, body = self._route(head)
         except Exception:
             log.exception("admin request failed")
             status, ctype, body = "500 Internal Server Error", "text/plain", b"internal error\n"
+        more = "".join(f"{h}\r\n" for h in extra)
         writer.write(
-            f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+            f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n{more}"
             "Connection: close\r\n\r\n".encode()
             + body
         )
@@ -61,6 +76,11 @@ class AdminHttp:
         except ConnectionError:
             pass
         writer.close()
+
+    @staticmethod
+    def _is_console(head: bytes) -> bool:
+        parts = head.split(b"\r\n", 1)[0].split(b" ")
+        return len(parts) == 3 and (parts[1] == b"/ui" or parts[1].startswith(b"/ui/"))
 
     def _route(self, head: bytes) -> tuple[str, str, bytes]:
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
@@ -79,4 +99,5 @@ class AdminHttp:
             if self.ready():
                 return "200 OK", "text/plain", b"ready\n"
             return "503 Service Unavailable", "text/plain", b"loading\n"
-        return "404 Not Found", "text/plain", b"not found: try /metrics, /health, /ready\n"
+        hint = ", /ui" if self.console is not None else ""
+        return "404 Not Found", "text/plain", f"not found: try /metrics, /health, /ready{hint}\n".encode()

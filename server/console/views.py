@@ -1,0 +1,309 @@
+"""The JSON behind each console page, built from the coordinator's in-memory state on demand.
+
+Nothing here runs unless a page asks (and `app.Console` caches each answer briefly, so open browsers cost one
+build per period, not one per browser). A group page is O(members + partitions of its topics); the groups
+list is O(groups); neither touches the disk. `visible` filters by the principal's DESCRIBE rights (`auth.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from groupcoord.protocol.consumer import decode_assignment, decode_subscription
+
+if TYPE_CHECKING:
+    from groupcoord.server.cluster.node import ClusterNode
+    from groupcoord.server.console.timeline import RebalanceTimeline
+    from groupcoord.server.coordinator.group import ClassicGroup, Member
+    from groupcoord.server.coordinator.shard import GroupCoordinatorShard
+    from groupcoord.server.log.manager import LogManager
+    from groupcoord.server.txn.service import TxnCoordinator
+
+#: (resource, name) -> may the principal DESCRIBE it; resource is "group", "topic" or "transactional_id"
+Visible = Callable[[str, str], bool]
+
+#: above this many partitions (grid columns) the page lists each member's partitions instead of a grid
+GRID_MAX_PARTITIONS = 100
+
+
+class ConsoleSource(Protocol):
+    """What the console reads of the broker (the Broker satisfies it)."""
+
+    machine: GroupCoordinatorShard | None
+    logs: LogManager | None
+    txn: TxnCoordinator | None
+    cluster: ClusterNode | None
+    loading: bool
+
+    def console_facts(self) -> dict[str, Any]:
+        """Node id, version, listeners, connections, start time: what only the wiring knows."""
+        ...
+
+
+def everything(_kind: str, _name: str) -> bool:
+    return True
+
+
+class _Decoded:
+    """Decoded consumer-protocol assignments and subscriptions, keyed by their bytes: they change only on a
+    rebalance, while a page polls every second, and decoding is most of a group page's cost. Bounded."""
+
+    MAX = 100_000
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[bool, bytes], list[str]] = {}
+
+    def get(self, data: bytes, assignment: bool) -> list[str]:
+        key = (assignment, data)
+        hit = self._cache.get(key)
+        if hit is None:
+            try:
+                if assignment:
+                    a = decode_assignment(data)
+                    hit = [f"{tp.topic}-{p}" for tp in a.assigned_partitions for p in tp.partitions]
+                else:
+                    hit = sorted(decode_subscription(data).topics)
+            except Exception:  # a client's bytes we cannot read show as none, never an error page
+                hit = []
+            if len(self._cache) >= self.MAX:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+
+_decoded = _Decoded()
+
+
+def _assigned(m: Member) -> list[str]:
+    """The member's partitions as `topic-partition`, decoded from its consumer-protocol assignment."""
+    if m.protocol_type not in (None, "consumer") or not m.assignment:
+        return []
+    return _decoded.get(m.assignment, True)
+
+
+def _subscribed(m: Member, protocol: str | None) -> list[str]:
+    if m.protocol_type not in (None, "consumer"):
+        return []
+    data = m.metadata(protocol)
+    return _decoded.get(data, False) if data else []
+
+
+def _log_end(logs: LogManager | None, topic: str, partition: int) -> int | None:
+    plog = None if logs is None else logs.partition(topic, partition)
+    return None if plog is None else plog.high_watermark
+
+
+def _group_type(g: ClassicGroup) -> str:
+    return "classic"
+
+
+def _lag_total(src: ConsoleSource, gid: str) -> int | None:
+    machine = src.machine
+    if machine is None:
+        return None
+    total, known = 0, False
+    for (topic, p), value in machine.committed_offsets(gid).items():
+        end = _log_end(src.logs, topic, p)
+        if end is not None:
+            total += max(0, end - value.offset)
+            known = True
+    return total if known else None
+
+
+def overview(src: ConsoleSource, visible: Visible = everything) -> dict[str, Any]:
+    machine = src.machine
+    by_type: Counter[str] = Counter()
+    by_state: Counter[str] = Counter()
+    members = 0
+    if machine is not None:
+        for gid in machine.group_ids():
+            g = machine.group(gid)
+            if g is None or not visible("group", gid):
+                continue
+            by_type[_group_type(g)] += 1
+            by_state[str(g.state)] += 1
+            members += len(g.members)
+    topics = partitions = 0
+    if src.logs is not None:
+        for name, info in src.logs.topics().items():
+            if visible("topic", name):
+                topics += 1
+                partitions += info.partitions
+    out: dict[str, Any] = {
+        "loading": src.loading,
+        "groups": sum(by_type.values()),
+        "groups_by_type": dict(by_type),
+        "groups_by_state": dict(by_state),
+        "members": members,
+        "topics": topics,
+        "partitions": partitions,
+        "transactions": 0 if src.txn is None else len(src.txn.machine.txns),
+        "now_ms": int(time.time() * 1000),
+        **src.console_facts(),
+    }
+    cluster = src.cluster
+    if cluster is not None:
+        out["cluster"] = {
+            "node_id": cluster.node_id,
+            "shards": cluster.shards,
+            "held_shards": sorted(cluster.held),
+            "nodes": [{"node_id": n.node_id, "host": n.host, "port": n.port} for n in cluster.live_nodes()],
+        }
+    return out
+
+
+def groups(src: ConsoleSource, timeline: RebalanceTimeline, visible: Visible = everything) -> dict[str, Any]:
+    machine = src.machine
+    rows = []
+    if machine is not None:
+        for gid in sorted(machine.group_ids()):
+            g = machine.group(gid)
+            if g is None or not visible("group", gid):
+                continue
+            rows.append(
+                {
+                    "group_id": gid,
+                    "type": _group_type(g),
+                    "state": str(g.state),
+                    "members": len(g.members),
+                    "protocol_type": g.protocol_type,
+                    "protocol": g.protocol_name,
+                    "generation": g.generation_id,
+                    "lag": _lag_total(src, gid),
+                    "rebalances": timeline.count(gid),
+                    "last_rebalance": timeline.last(gid),
+                }
+            )
+    return {"groups": rows}
+
+
+def group(
+    src: ConsoleSource, timeline: RebalanceTimeline, gid: str, visible: Visible = everything
+) -> dict[str, Any] | None:
+    """One group's page; None when there is no such group (or the principal may not see it)."""
+    machine = src.machine
+    if machine is None or not visible("group", gid):
+        return None
+    g = machine.group(gid)
+    committed = machine.committed_offsets(gid)
+    if g is None and not committed:
+        return None
+    members = []
+    owner: dict[str, str] = {}
+    topics: set[str] = {t for t, _ in committed}
+    if g is not None:
+        for m in g.members.values():
+            parts = _assigned(m)
+            for tp in parts:
+                owner[tp] = m.member_id
+            subscribed = _subscribed(m, g.protocol_name)
+            topics.update(subscribed)
+            topics.update(tp.rsplit("-", 1)[0] for tp in parts)
+            members.append(
+                {
+                    "member_id": m.member_id,
+                    "client_id": m.client_id,
+                    "host": m.client_host,
+                    "group_instance_id": m.group_instance_id,
+                    "session_timeout_ms": m.session_timeout_ms,
+                    "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                    "leader": m.member_id == g.leader_id,
+                    "subscription": subscribed,
+                    "assignment": parts,
+                }
+            )
+        members.sort(key=lambda m: (m["client_id"], m["member_id"]))
+    partitions = []
+    for topic in sorted(t for t in topics if visible("topic", t)):
+        info = None if src.logs is None else src.logs.topic(topic)
+        count = info.partitions if info is not None else 0
+        numbers = set(range(count)) | {p for t, p in committed if t == topic}
+        for p in sorted(numbers):
+            value = committed.get((topic, p))
+            end = _log_end(src.logs, topic, p)
+            c = None if value is None else value.offset
+            partitions.append(
+                {
+                    "topic": topic,
+                    "partition": p,
+                    "committed": c,
+                    "log_end": end,
+                    "lag": None if c is None or end is None else max(0, end - c),
+                    "owner": owner.get(f"{topic}-{p}"),
+                }
+            )
+    pending = []
+    for pid, offsets in sorted(machine.offset_manager.txn.pending.get(gid, {}).items()):
+        for (topic, p), value in sorted(offsets.items()):
+            pending.append({"producer_id": pid, "topic": topic, "partition": p, "offset": value.offset})
+    return {
+        "group_id": gid,
+        "type": "classic" if g is None else _group_type(g),
+        "state": "Dead" if g is None else str(g.state),
+        "protocol_type": None if g is None else g.protocol_type,
+        "protocol": None if g is None else g.protocol_name,
+        "generation": 0 if g is None else g.generation_id,
+        "leader": None if g is None else g.leader_id,
+        "members": members,
+        "partitions": partitions,
+        "grid": len(partitions) <= GRID_MAX_PARTITIONS,
+        "lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
+        "timeline": timeline.rows(gid),
+        "replacements": timeline.replacements(gid),
+        "pending_transactional_offsets": pending,
+        "now_ms": int(time.time() * 1000),
+    }
+
+
+def topics(src: ConsoleSource, visible: Visible = everything) -> dict[str, Any]:
+    rows = []
+    logs = src.logs
+    if logs is not None:
+        for name, info in sorted(logs.topics().items()):
+            if not visible("topic", name):
+                continue
+            parts = []
+            for p in range(info.partitions):
+                plog = logs.partition(name, p)
+                parts.append(
+                    {
+                        "partition": p,
+                        "log_start": None if plog is None else plog.log_start_offset,
+                        "log_end": None if plog is None else plog.high_watermark,
+                        "size_bytes": None if plog is None else plog.size_bytes,
+                    }
+                )
+            rows.append(
+                {
+                    "name": name,
+                    "topic_id": str(info.topic_id),
+                    "partitions": parts,
+                    "size_bytes": sum(p["size_bytes"] or 0 for p in parts),
+                    "configs": dict(info.configs),
+                }
+            )
+    return {"topics": rows}
+
+
+def transactions(src: ConsoleSource, visible: Visible = everything) -> dict[str, Any]:
+    rows = []
+    if src.txn is not None:
+        for tid, v in sorted(src.txn.machine.txns.items()):
+            if not visible("transactional_id", tid):
+                continue
+            rows.append(
+                {
+                    "transactional_id": tid,
+                    "producer_id": v.producer_id,
+                    "producer_epoch": v.producer_epoch,
+                    "state": v.state,
+                    "timeout_ms": v.timeout_ms,
+                    "start_ms": v.start_ms,
+                    "partitions": [f"{t}-{p}" for t, p in v.partitions],
+                    "groups": list(v.groups),
+                }
+            )
+    return {"transactions": rows}

@@ -1,0 +1,73 @@
+"""A real headless Chromium (Debian's `chromium` + `chromium-driver`) driven by Selenium, for the console tests.
+
+Installed once with apt-get when missing and we run as root (as tests/integration/prometheus.py installs
+Prometheus); the browser starts with the flags this sandboxed, offline machine needs: no sandbox (root), no
+GPU, and no background networking (its connections would be refused here, many at a time).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+PACKAGES = ("chromium", "chromium-driver")
+
+
+def _binaries() -> tuple[str, str]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if chromium and driver:
+        return chromium, driver
+    if os.geteuid() != 0:
+        pytest.skip("chromium and chromium-driver are not installed and installing them needs root")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
+    ):
+        subprocess.run(
+            cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900
+        )
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        pytest.fail("apt-get installed chromium but the binaries are not on PATH")
+    return chromium, driver
+
+
+@contextmanager
+def chromium(width: int = 1400, height: int = 1000) -> Iterator:
+    """A Selenium WebDriver for a fresh headless Chromium with its own profile; quit on exit."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = _binaries()
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = binary
+    profile = tempfile.mkdtemp(prefix="groupcoord-chromium-")
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+    ):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=opts)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
