@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("groupcoord.dispatch")
 
 Handler = Callable[["RequestContext", Any], Any]
+#: a fast lane (issue 28): (services, request frame, version) -> the whole response frame with correlation id 0
+#: (`Prebuilt`), or None to take the general path (decode, context, handler)
+FastLane = Callable[["HandlerServices", bytes, int], "Prebuilt | None"]
 
 
 PASS: Any = object()
@@ -164,6 +167,9 @@ class Dispatcher:
         self.requests_with_ignored_bytes = 0
         self.ignored_request_bytes = 0
         self.faults: Interceptor | None = None  # test controls (server/control); None in production
+        #: api key -> fast lane; the broker installs them only where no ACL check wraps the handlers, and they
+        #: are skipped while loading, in cluster mode (routing) and under the test controls
+        self.fast_lanes: dict[int, FastLane] = {}
         self.api_versions_table = tuple(
             ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
@@ -184,6 +190,12 @@ class Dispatcher:
         lo, hi = self.ranges[api_key]
         if not lo <= version <= hi:
             return self.unsupported(conn, api_key, version, correlation_id, lo, hi)
+        fast = self.fast_lanes.get(api_key)
+        if fast is not None and not self.faults and self.route is None and not self.services.loading:
+            prebuilt = fast(self.services, frame, version)
+            if prebuilt is not None:
+                self.observer.request_done(api_key, version, prebuilt, started)
+                return b"".join((prebuilt[:4], frame[4:8], prebuilt[8:]))
         try:
             header, request, ignored = decode_request_counted(frame)
         except DecodeError as exc:
