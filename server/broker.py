@@ -137,6 +137,8 @@ class Broker:
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
         self.dispatcher = Dispatcher(self, authz.guarded(HANDLERS) if self.security.enabled else HANDLERS)
+        if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
+            self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
         self.loaded: asyncio.Future | None = None

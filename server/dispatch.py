@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("groupcoord.dispatch")
 
 Handler = Callable[["RequestContext", Any], Any]
+#: a fast lane (issue 28): (services, request frame, version) -> the whole response frame with correlation id 0
+#: (`Prebuilt`), or None to take the general path (decode, context, handler)
+FastLane = Callable[["HandlerServices", bytes, int], "Prebuilt | None"]
 
 
 PASS: Any = object()
@@ -164,10 +167,19 @@ class Dispatcher:
         self.requests_with_ignored_bytes = 0
         self.ignored_request_bytes = 0
         self.faults: Interceptor | None = None  # test controls (server/control); None in production
+        #: api key -> (fast lane, min version, max version); `add_fast_lane` installs them (the broker: only
+        #: where no ACL check wraps the handlers); skipped while loading, in cluster mode (routing) and under
+        #: the test controls
+        self.fast_lanes: dict[int, tuple[FastLane, int, int]] = {}
         self.api_versions_table = tuple(
             ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
         )
+
+    def add_fast_lane(self, api_key: ApiKey, lane: FastLane) -> None:
+        """Answer the API's common requests through `lane` first (issue 28); its version range is the API's."""
+        lo, hi = self.ranges[int(api_key)]
+        self.fast_lanes[int(api_key)] = (lane, lo, hi)
 
     def dispatch(self, conn: Peer, frame: bytes) -> bytes | Pending | None:
         """The response frame, a future of it, or None when the connection was closed instead."""
@@ -177,6 +189,18 @@ class Dispatcher:
         except DecodeError as exc:
             conn.close(str(exc))
             return None
+        lane = self.fast_lanes.get(api_key)
+        if (
+            lane is not None
+            and lane[1] <= version <= lane[2]
+            and not self.faults
+            and self.route is None
+            and not self.services.loading
+        ):
+            prebuilt = lane[0](self.services, frame, version)
+            if prebuilt is not None:
+                self.observer.request_done(api_key, version, prebuilt, started)
+                return b"".join((prebuilt[:4], frame[4:8], prebuilt[8:]))
         handler = self.handlers.get(api_key)
         if handler is None:
             conn.close(f"unknown API key {api_key} (version {version})")

@@ -95,6 +95,27 @@ class GroupRuntime:
             self._apply(group_id, effects)
         return result
 
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> int | None:
+        """A Heartbeat's error code, its timer reset applied; None when it must take the general path (`call`):
+        the group's mailbox is busy, or the machine raised (the general path runs it again and handles that).
+
+        The fast path of issue 28: the same machine decision (`heartbeat_timer`), without the step closure,
+        the `Effects` and their dispatch for the one timer a heartbeat can move."""
+        box = self._boxes.get(group_id)
+        if box is not None and box.busy:
+            return None
+        try:
+            err, key, deadline = self.machine.heartbeat_timer(
+                group_id, generation_id, member_id, instance_id, self.now_ms()
+            )
+        except Exception:
+            return None
+        if key is not None:
+            self.timers.schedule(key, deadline)
+        return err
+
     def call_parked(
         self,
         group_id: str,

@@ -44,6 +44,12 @@ class GroupCalls(Protocol):
 
     def call_global(self, step: Step) -> Any: ...
 
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> int | None:
+        """A Heartbeat without the general step machinery (its error code), or None: use `call`."""
+        ...
+
 
 @runtime_checkable
 class GroupServices(Protocol):

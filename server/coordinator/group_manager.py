@@ -322,27 +322,49 @@ class GroupMetadataManager(ClassicMembership):
 
     # ===================================================================================== Heartbeat
 
-    def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
-        if not req.group_id:
-            return int(E.INVALID_GROUP_ID), None
-        g = self.groups.get(req.group_id)
+    def _heartbeat_member(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> tuple[int, ClassicGroup | None, Member | None]:
+        """The Heartbeat decision (spec §2.10): the error code, and the group and member whose session timer
+        the heartbeat resets (None when it resets none)."""
+        if not group_id:
+            return int(E.INVALID_GROUP_ID), None, None
+        g = self.groups.get(group_id)
         if g is None:
-            return int(E.UNKNOWN_MEMBER_ID), None
+            return int(E.UNKNOWN_MEMBER_ID), None, None
         if g.state == DEAD:
-            return int(E.COORDINATOR_NOT_AVAILABLE), None
-        err = self.validate_member(g, req.member_id, req.group_instance_id)
+            return int(E.COORDINATOR_NOT_AVAILABLE), None, None
+        err = self.validate_member(g, member_id, instance_id)
         if err:
-            return err, None
-        if req.generation_id != g.generation_id:
-            return int(E.ILLEGAL_GENERATION), None
+            return err, None, None
+        if generation_id != g.generation_id:
+            return int(E.ILLEGAL_GENERATION), None, None
         if g.state == EMPTY:
-            return int(E.UNKNOWN_MEMBER_ID), None
-        fx = self.ctx.begin(now_ms)
-        m = g.members[req.member_id]
-        self._schedule_hb(g, m, m.session_timeout_ms)
+            return int(E.UNKNOWN_MEMBER_ID), None, None
         if g.state == PREPARING:
-            return int(E.REBALANCE_IN_PROGRESS), fx
-        return NONE, fx
+            return int(E.REBALANCE_IN_PROGRESS), g, g.members[member_id]
+        return NONE, g, g.members[member_id]
+
+    def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
+        err, g, m = self._heartbeat_member(
+            req.group_id, req.generation_id, req.member_id, req.group_instance_id
+        )
+        if g is None or m is None:
+            return err, None
+        fx = self.ctx.begin(now_ms)
+        self._schedule_hb(g, m, m.session_timeout_ms)
+        return err, fx
+
+    def heartbeat_timer(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None, now_ms: int
+    ) -> tuple[int, Hashable | None, int]:
+        """`heartbeat` with its only possible effect, the member's session timer, returned as (key, deadline)
+        instead of an `Effects` (the runtime's fast path: same decision, same state change)."""
+        err, g, m = self._heartbeat_member(group_id, generation_id, member_id, instance_id)
+        if g is None or m is None:
+            return err, None, 0
+        m.hb_deadline = now_ms + m.session_timeout_ms
+        return err, hb_key(group_id, member_id), m.hb_deadline
 
     # ============================================================================== forced rebalance
 

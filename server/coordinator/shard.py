@@ -98,6 +98,11 @@ class GroupCoordinatorShard:
     def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
         return self.group_manager.heartbeat(req, now_ms)
 
+    def heartbeat_timer(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None, now_ms: int
+    ) -> tuple[int, Hashable | None, int]:
+        return self.group_manager.heartbeat_timer(group_id, generation_id, member_id, instance_id, now_ms)
+
     def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:
         return self.group_manager.leave_group(req, now_ms)
 
