@@ -38,8 +38,8 @@ from groupcoord.server.coordinator.records import (
 )
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.group_commit import GroupCommit, LatestByKey
-from groupcoord.server.storage.pg_url import redact
 from groupcoord.server.storage.pg_migrations import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from groupcoord.server.storage.pg_url import redact
 from groupcoord.server.storage.shards import shard_of
 from groupcoord.server.storage.sqlite import decode_group, decode_txn, encode_group, encode_txn
 
