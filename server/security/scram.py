@@ -118,6 +118,7 @@ class ScramExchange:
         self._server_first = ""
         self._nonce = ""
         self._cred: ScramCredential | None = None
+        self._stand_in_used = False  # the user is unknown: the proof can never pass
 
     @property
     def complete(self) -> bool:
@@ -158,6 +159,7 @@ class ScramExchange:
             # no early exit for an unknown user: a stand-in credential answers a plausible server-first and
             # the exchange fails at the proof, as for a wrong password (Kafka fails here; docs/differences.md)
             self._cred = self._stand_in()
+            self._stand_in_used = True
         if authzid and (not authzid.startswith("a=") or _username(authzid[2:]) != self.username):
             raise ScramError(
                 "Authentication failed: Client requested an authorization id that is different from username",
@@ -199,7 +201,12 @@ class ScramExchange:
         if len(proof) != len(signature):
             raise ScramError("Invalid client proof")
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
-        if not hmac.compare_digest(hashlib.new(self.algo, client_key).digest(), cred.stored_key):
+        matches = hmac.compare_digest(hashlib.new(self.algo, client_key).digest(), cred.stored_key)
+        if self._stand_in_used:  # the log says why (as Kafka's does); the client is told no more than usual
+            raise ScramError(
+                f"Invalid user credentials: no {self.mechanism} credential for {self.username!r}"
+            )
+        if not matches:
             raise ScramError("Invalid client proof")
         server_signature = hmac.new(cred.server_key, auth_message, self.algo).digest()
         self.state = "done"
