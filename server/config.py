@@ -35,7 +35,11 @@ class ServerConfig:
     ssl_client_auth: str = "none"
     sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
     sasl_jaas_config: str | None = None
+    sasl_jaas_config_file: str | None = None  # groupcoord's: the same text from a file (keeps it off argv)
     add_scram: str | None = None
+    add_scram_file: str | None = None  # groupcoord's: --add-scram's text from a file
+    sasl_server_max_receive_size: int = 524288
+    connection_failed_authentication_delay_ms: int = 100
     authorizer_class_name: str | None = None
     super_users: str | None = None
     allow_everyone_if_no_acl_found: bool = False
@@ -191,10 +195,34 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"secret\";'",
     ),
     (
+        "--sasl-jaas-config-file",
+        str,
+        "a file holding --sasl-jaas-config's text, so the passwords are not on the command line (or give the "
+        "text in the environment variable GROUPCOORD_SASL_JAAS_CONFIG)",
+    ),
+    (
         "--add-scram",
         str,
         "SCRAM users to create (or reset) at start, stored durably, kafka-storage's syntax: "
         "'SCRAM-SHA-256=[name=alice,password=alice-secret]'; several separated by ';'",
+    ),
+    (
+        "--add-scram-file",
+        str,
+        "a file holding --add-scram's text (entries separated by ';' or new lines), so the passwords are not "
+        "on the command line (or use the environment variable GROUPCOORD_ADD_SCRAM)",
+    ),
+    (
+        "--sasl-server-max-receive-size",
+        int,
+        "largest request frame a SASL listener reads before authentication; larger closes the connection "
+        "unread (default 524288)",
+    ),
+    (
+        "--connection-failed-authentication-delay-ms",
+        int,
+        "how long the answer to a failed SASL authentication (and the close) is held back, to slow password "
+        "guessing; other connections are served meanwhile (default 100)",
     ),
     (
         "--authorizer-class-name",
@@ -443,6 +471,11 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--storage must be disk, memory or a postgresql:// URL")
     if cfg.cluster and not cfg.cluster.startswith(POSTGRES_SCHEMES):
         problems.append("--cluster must be a postgresql:// URL")
+    from groupcoord.server.storage.pg_url import redact, url_problem
+
+    for flag, url in (("--storage", cfg.storage), ("--cluster", cfg.cluster)):
+        if url.startswith(POSTGRES_SCHEMES) and (problem := url_problem(url)) is not None:
+            problems.append(f"{flag} {redact(url)}: {problem}")
     if cfg.cluster and cfg.storage == "memory":
         problems.append(
             "--cluster keeps the group state in PostgreSQL; it cannot be combined with --storage memory"
@@ -473,6 +506,10 @@ def _validate(cfg: ServerConfig) -> None:
             problems.append(f"{flag} must be at least 1")
     if cfg.num_partitions < 1:
         problems.append("--num-partitions must be at least 1")
+    if cfg.sasl_server_max_receive_size < 1:
+        problems.append("--sasl-server-max-receive-size must be at least 1")
+    if cfg.connection_failed_authentication_delay_ms < 0:
+        problems.append("--connection-failed-authentication-delay-ms must be 0 or more")
     if cfg.journal_lag_snapshot_interval_ms < 0:
         problems.append("--journal-lag-snapshot-interval-ms must be 0 (off) or positive")
     if cfg.journal_parquet not in ("auto", "on", "off"):

@@ -48,6 +48,8 @@ class Gate(Protocol):
     to `receive`, which answers it, closes the connection, or returns `PASS` to let the dispatcher have it."""
 
     authenticated: bool
+    #: Kafka's sasl.server.max.receive.size: the largest frame read before authentication completes
+    max_receive_size: int
 
     def receive(self, conn: Connection, frame: bytes) -> object: ...
 
@@ -264,6 +266,32 @@ class Connection(asyncio.Protocol):
                 else:
                     self.transport.close()
 
+    def close_after(self, delay_s: float, reason: str, reply: bytes | None = None) -> None:
+        """Kafka's `connection.failed.authentication.delay.ms`: from now on nothing more of this peer is read
+        or handled; after `delay_s` the `reply` (the failure answer) is written and the connection closed.
+        A timer, not a sleep: every other connection is served meanwhile (Kafka's Selector does the same
+        with its delayed-close queue)."""
+        if self.closed:
+            return
+        self.closed = True  # the drain loop, the sweep and `write` leave this connection alone from here
+        self._buf = bytearray()
+        transport = self.transport
+        if transport is None:
+            return
+        transport.pause_reading()
+        peer = f"{self.peer_host}:{self.peer_port}"
+        log.info("delaying the close of a failed authentication", peer=peer, delay_ms=round(delay_s * 1000))
+
+        def close_now() -> None:
+            if transport.is_closing():
+                return  # the peer went away meanwhile
+            if reply:
+                transport.write(reply)
+            log.warning("closing connection", peer=peer, reason=reason)
+            transport.close()
+
+        self._guard.loop.call_later(delay_s, close_now)
+
     # -- reading state
 
     def _set_reading(self) -> None:
@@ -305,7 +333,16 @@ class Connection(asyncio.Protocol):
         try:
             while len(buf) >= 4 and not self.closed:
                 size = int.from_bytes(buf[:4], "big", signed=True)
-                if size < 0 or size > self._max_frame:
+                gate = self.gate
+                if gate is not None and not gate.authenticated:
+                    # as Kafka's SaslServerAuthenticator: judged on the size prefix, the body is never read
+                    if size < 0 or size > gate.max_receive_size:
+                        self.close(
+                            f"frame of {size} bytes before SASL authentication exceeds "
+                            f"sasl.server.max.receive.size ({gate.max_receive_size})"
+                        )
+                        return
+                elif size < 0 or size > self._max_frame:
                     self.close(f"frame of {size} bytes exceeds socket.request.max.bytes ({self._max_frame})")
                     return
                 end = 4 + size
@@ -321,7 +358,6 @@ class Connection(asyncio.Protocol):
                 frame = bytes(buf[4:end])
                 del buf[:end]
                 handled += 1
-                gate = self.gate
                 if gate is None or gate.authenticated:
                     reply = PASS
                 else:

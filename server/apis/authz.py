@@ -108,7 +108,7 @@ def offset_fetch(handler: Handler) -> Handler:
     def checked(ctx: RequestContext, req: Any) -> Any:
         if ctx.version < 8:
             if not allowed(ctx, DESCRIBE, GROUP, req.group_id):
-                return _fetch_denied(ctx)
+                return _fetch_denied(ctx, req)
             return then(
                 handler(ctx, req),
                 lambda resp: _replace(resp, topics=filter_topics(ctx, resp.topics, req.topics is None)),
@@ -132,10 +132,31 @@ def offset_fetch(handler: Handler) -> Handler:
     return checked
 
 
-def _fetch_denied(ctx: RequestContext) -> Any:
-    from groupcoord.protocol.messages.offset_fetch import OffsetFetchResponse
+def _fetch_denied(ctx: RequestContext, req: Any) -> Any:
+    """Kafka's `OffsetFetchResponse.groupError`: from v2 the top-level error code; v0-v1 have none, so every
+    partition asked for carries GROUP_AUTHORIZATION_FAILED (offset -1, metadata "")."""
+    from groupcoord.protocol.messages.offset_fetch import (
+        OffsetFetchResponse,
+        OffsetFetchResponsePartition,
+        OffsetFetchResponseTopic,
+    )
 
-    return OffsetFetchResponse(error_code=GROUP_DENIED)
+    if ctx.version >= 2:
+        return OffsetFetchResponse(error_code=GROUP_DENIED)
+    return OffsetFetchResponse(
+        topics=tuple(
+            OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    OffsetFetchResponsePartition(
+                        partition_index=p, committed_offset=-1, metadata="", error_code=GROUP_DENIED
+                    )
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in req.topics or ()
+        )
+    )
 
 
 def describe_groups(handler: Handler) -> Handler:

@@ -6,6 +6,7 @@ hands it a SASL gate when its listener needs one.
 
 from __future__ import annotations
 
+import secrets
 import ssl
 from pathlib import Path
 from typing import Protocol
@@ -39,11 +40,33 @@ class SecuredPeer(Protocol):
     def peer_certificate(self) -> dict | None: ...  # type: ignore[type-arg]
 
 
+def _secret(text: str | None, path: str | None, flag: str) -> str:
+    """A secret setting given inline (flag or GROUPCOORD_* variable) or as `--<flag>-file`, so that it need
+    not appear in the process list. Raises ValueError naming the flag when the file cannot be read."""
+    if not path:
+        return text or ""
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(
+            f"{flag}-file: cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+
+
+def jaas_config(cfg: ServerConfig) -> str:
+    return _secret(cfg.sasl_jaas_config, cfg.sasl_jaas_config_file, "--sasl-jaas-config")
+
+
+def add_scram_text(cfg: ServerConfig) -> str:
+    return _secret(cfg.add_scram, cfg.add_scram_file, "--add-scram")
+
+
 def parse_add_scram(text: str) -> list[tuple[str, str, str, int]]:
     """kafka-storage's `--add-scram` syntax: `SCRAM-SHA-256=[name=alice,password=alice-secret]`, several
-    separated by `;`; `iterations=8192` optional. -> (mechanism, user, password, iterations)."""
+    separated by `;` (or new lines, in a file); `iterations=8192` optional. -> (mechanism, user, password,
+    iterations)."""
     out = []
-    for raw in (p.strip() for p in text.split(";")):
+    for raw in (p.strip() for p in text.replace("\n", ";").split(";")):
         if not raw:
             continue
         mech, sep, rest = raw.partition("=")
@@ -62,7 +85,9 @@ class Security:
         memory = cfg.storage == "memory"
         self.store = SecurityStore(None if memory else cfg.data_dir / "security.json")
         self.mechanisms = tuple(m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip())
-        self.plain_users = users_from_jaas(cfg.sasl_jaas_config or "")
+        self.plain_users = users_from_jaas(jaas_config(cfg))
+        #: keys the stand-in SCRAM salt of unknown users (server.security.scram); per process
+        self._fake_salt_key = secrets.token_bytes(32)
         self._contexts: dict[str, ssl.SSLContext] = {}
         #: Kafka's StandardAuthorizer when `--authorizer-class-name` names one; None: everything allowed
         self.authorizer: Authorizer | None = None
@@ -75,8 +100,9 @@ class Security:
         self.store.load()
         if self.authorizer is not None:
             self.authorizer.bindings = [AclBinding.from_json(row) for row in self.store.extra.get("acls", [])]
-        if self.config.add_scram:
-            for mech, user, password, iterations in parse_add_scram(self.config.add_scram):
+        added = add_scram_text(self.config)
+        if added:
+            for mech, user, password, iterations in parse_add_scram(added):
                 self.store.set_credential(user, mech, new_credential(mech, password, iterations))
             self.store.save()
 
@@ -175,7 +201,15 @@ class Security:
                 conn.principal = principal
                 log.info("TLS client certificate accepted", principal=principal, listener=conn.listener.name)
         if conn.listener.is_sasl:
-            return SaslGate(self.mechanisms, self.plain_users, self.scram_credential)
+            cfg = self.config
+            return SaslGate(
+                self.mechanisms,
+                self.plain_users,
+                self.scram_credential,
+                max_receive_size=cfg.sasl_server_max_receive_size,
+                failure_delay_ms=cfg.connection_failed_authentication_delay_ms,
+                fake_salt_key=self._fake_salt_key,
+            )
         return None
 
 
@@ -209,9 +243,18 @@ def check_settings(cfg: ServerConfig, listeners: tuple[Listener, ...]) -> list[s
         problems.append(
             f"--authorizer-class-name: {cfg.authorizer_class_name} is not one of {', '.join(AUTHORIZERS)}"
         )
-    if cfg.add_scram:
-        try:
-            parse_add_scram(cfg.add_scram)
-        except ValueError as exc:
-            problems.append(str(exc))
+    for flag, inline, path in (
+        ("--sasl-jaas-config", cfg.sasl_jaas_config, cfg.sasl_jaas_config_file),
+        ("--add-scram", cfg.add_scram, cfg.add_scram_file),
+    ):
+        if inline and path:
+            problems.append(f"give {flag} or {flag}-file, not both")
+    try:
+        jaas_config(cfg)
+    except ValueError as exc:
+        problems.append(str(exc))
+    try:
+        parse_add_scram(add_scram_text(cfg))
+    except ValueError as exc:
+        problems.append(str(exc))
     return problems

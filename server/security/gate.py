@@ -4,8 +4,11 @@ As Kafka's SaslServerAuthenticator: before authentication only ApiVersions, Sasl
 SaslAuthenticate requests (handshake v1, KIP-152) or raw size-framed tokens (handshake v0) are taken; any other
 request closes the connection. An unknown mechanism is answered with UNSUPPORTED_SASL_MECHANISM and the
 enabled list, a failed exchange with SASL_AUTHENTICATION_FAILED and a message (v0 raw tokens: a close), and
-the connection is closed after either answer. After authentication every request goes to its handler (a
-second SaslHandshake or SaslAuthenticate is answered ILLEGAL_SASL_STATE there).
+the connection is closed after either answer. As Kafka, both answers (and the close) wait
+`connection.failed.authentication.delay.ms` on a timer, and a frame larger than `sasl.server.max.receive.size`
+closes the connection before its body is read (the network layer checks `max_receive_size`). After
+authentication every request goes to its handler (a second SaslHandshake or SaslAuthenticate is answered
+ILLEGAL_SASL_STATE there).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class GatedPeer(Protocol):
 
     def close(self, reason: str) -> None: ...
 
+    def close_after(self, delay_s: float, reason: str, reply: bytes | None = None) -> None: ...
+
 
 class SaslGate:
     def __init__(
@@ -47,7 +52,15 @@ class SaslGate:
         mechanisms: tuple[str, ...],
         plain_users: dict[str, str],
         scram_lookup: Callable[[str, str], ScramCredential | None],
+        max_receive_size: int = 524288,
+        failure_delay_ms: int = 100,
+        fake_salt_key: bytes = b"",
     ) -> None:
+        #: Kafka's sasl.server.max.receive.size: the network layer closes on a larger frame before auth
+        self.max_receive_size = max_receive_size
+        #: Kafka's connection.failed.authentication.delay.ms: how long a failure answer (and close) waits
+        self.failure_delay_s = failure_delay_ms / 1000
+        self.fake_salt_key = fake_salt_key
         self.mechanisms = mechanisms
         self.plain_users = plain_users
         self.scram_lookup = scram_lookup
@@ -84,12 +97,12 @@ class SaslGate:
             body = SaslHandshakeResponse(
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=self.mechanisms
             )
-            conn.write(encode_response(correlation_id, ApiKey.SASL_HANDSHAKE, version, body))
-            conn.close(f"unsupported SASL mechanism {req.mechanism!r}")
+            reply = encode_response(correlation_id, ApiKey.SASL_HANDSHAKE, version, body)
+            conn.close_after(self.failure_delay_s, f"unsupported SASL mechanism {req.mechanism!r}", reply)
             return None
         self.mechanism = req.mechanism
         if req.mechanism in SCRAM_MECHANISMS:
-            self._scram = ScramExchange(req.mechanism, self.scram_lookup)
+            self._scram = ScramExchange(req.mechanism, self.scram_lookup, self.fake_salt_key)
         self.state = "authenticate" if version >= 1 else "raw"
         body = SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=self.mechanisms)
         return encode_response(correlation_id, ApiKey.SASL_HANDSHAKE, version, body)
@@ -113,11 +126,12 @@ class SaslGate:
             log.info(
                 "SASL authentication failed", mechanism=self.mechanism, peer=conn.peer_host, reason=str(exc)
             )
+            told = exc.client_message(self.mechanism) if isinstance(exc, ScramError) else str(exc)
             body = SaslAuthenticateResponse(
-                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b""
+                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=told, auth_bytes=b""
             )
-            conn.write(encode_response(correlation_id, ApiKey.SASL_AUTHENTICATE, version, body))
-            conn.close("SASL authentication failed")
+            reply = encode_response(correlation_id, ApiKey.SASL_AUTHENTICATE, version, body)
+            conn.close_after(self.failure_delay_s, "SASL authentication failed", reply)
             return None
         if user is not None:
             self._done(conn, user)

@@ -20,8 +20,23 @@ MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
 
 
+#: what the client is told for every failure but the few Kafka names (its SaslServerAuthenticator sends this
+#: for any SaslException, so that the answer does not say whether the user exists)
+INVALID_CREDENTIALS = (
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism "
+)
+
+
 class ScramError(Exception):
-    """The exchange failed; the message is what the client is told (Kafka's wording where it has one)."""
+    """The exchange failed. The message is for the log; the client sees it only when `public` (Kafka's
+    SaslAuthenticationException), else `INVALID_CREDENTIALS` + mechanism (`client_message`)."""
+
+    def __init__(self, message: str, public: bool = False) -> None:
+        super().__init__(message)
+        self.public = public
+
+    def client_message(self, mechanism: str) -> str:
+        return str(self) if self.public else INVALID_CREDENTIALS + mechanism
 
 
 @dataclass(frozen=True)
@@ -91,8 +106,9 @@ class ScramExchange:
     replayed client-final (from another connection) fail the nonce check.
     """
 
-    def __init__(self, mechanism: str, lookup) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, mechanism: str, lookup, fake_salt_key: bytes = b"") -> None:  # type: ignore[no-untyped-def]
         self.mechanism = mechanism
+        self.fake_salt_key = fake_salt_key
         self.algo = MECHANISMS[mechanism]
         self.lookup = lookup
         self.state = "first"
@@ -102,6 +118,7 @@ class ScramExchange:
         self._server_first = ""
         self._nonce = ""
         self._cred: ScramCredential | None = None
+        self._stand_in_used = False  # the user is unknown: the proof can never pass
 
     @property
     def complete(self) -> bool:
@@ -134,16 +151,20 @@ class ScramExchange:
         ):
             raise ScramError("Invalid SCRAM client first message")
         if any(ext.partition("=")[0] == "tokenauth" for ext in fields[2:]):
-            raise ScramError("Authentication failed: delegation tokens are not supported")
+            raise ScramError("Authentication failed: delegation tokens are not supported", public=True)
         attrs = {"r": fields[1][2:]}
         self.username = _username(fields[0][2:])
-        if authzid and (not authzid.startswith("a=") or _username(authzid[2:]) != self.username):
-            raise ScramError(
-                "Authentication failed: Client requested an authorization id that is different from username"
-            )
         self._cred = self.lookup(self.username, self.mechanism)
         if self._cred is None:
-            raise ScramError("Authentication failed: Invalid user credentials")
+            # no early exit for an unknown user: a stand-in credential answers a plausible server-first and
+            # the exchange fails at the proof, as for a wrong password (Kafka fails here; docs/differences.md)
+            self._cred = self._stand_in()
+            self._stand_in_used = True
+        if authzid and (not authzid.startswith("a=") or _username(authzid[2:]) != self.username):
+            raise ScramError(
+                "Authentication failed: Client requested an authorization id that is different from username",
+                public=True,
+            )
         self._gs2 = parts[0] + "," + authzid + ","
         self._client_first_bare = bare
         self._nonce = attrs["r"] + secrets.token_urlsafe(24)
@@ -151,6 +172,14 @@ class ScramExchange:
         self._server_first = f"r={self._nonce},s={salt},i={self._cred.iterations}"
         self.state = "final"
         return self._server_first.encode()
+
+    def _stand_in(self) -> ScramCredential:
+        """A credential no password matches, with a salt that is the same on every attempt for one name (a
+        keyed hash of it: a fresh random salt per attempt would tell an unknown user from a real one)."""
+        key = self.fake_salt_key or b"groupcoord"
+        salt = hmac.new(key, f"{self.mechanism}\0{self.username}".encode(), "sha256").digest()
+        size = hashlib.new(self.algo).digest_size
+        return ScramCredential(salt, secrets.token_bytes(size), secrets.token_bytes(size), MIN_ITERATIONS)
 
     def _final(self, text: str) -> bytes:
         self.state = "failed"
@@ -160,7 +189,7 @@ class ScramExchange:
         attrs = _attributes(without_proof)
         expected_binding = base64.b64encode(self._gs2.encode()).decode()
         if attrs.get("c") != expected_binding or attrs.get("r") != self._nonce:
-            raise ScramError("Authentication failed: Invalid client nonce or channel binding")
+            raise ScramError("Invalid client nonce or channel binding in the final client message")
         try:
             proof = base64.b64decode(proof_part, validate=True)
         except ValueError:
@@ -170,14 +199,15 @@ class ScramExchange:
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         signature = hmac.new(cred.stored_key, auth_message, self.algo).digest()
         if len(proof) != len(signature):
-            raise ScramError(
-                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
-            )
+            raise ScramError("Invalid client proof")
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
-        if not hmac.compare_digest(hashlib.new(self.algo, client_key).digest(), cred.stored_key):
+        matches = hmac.compare_digest(hashlib.new(self.algo, client_key).digest(), cred.stored_key)
+        if self._stand_in_used:  # the log says why (as Kafka's does); the client is told no more than usual
             raise ScramError(
-                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+                f"Invalid user credentials: no {self.mechanism} credential for {self.username!r}"
             )
+        if not matches:
+            raise ScramError("Invalid client proof")
         server_signature = hmac.new(cred.server_key, auth_message, self.algo).digest()
         self.state = "done"
         return b"v=" + base64.b64encode(server_signature)

@@ -39,6 +39,7 @@ from groupcoord.server.coordinator.records import (
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.group_commit import GroupCommit, LatestByKey
 from groupcoord.server.storage.pg_migrations import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
+from groupcoord.server.storage.pg_url import redact
 from groupcoord.server.storage.shards import shard_of
 from groupcoord.server.storage.sqlite import decode_group, decode_txn, encode_group, encode_txn
 
@@ -131,7 +132,7 @@ class PostgresStateStore:
             )
             async with self._pool.acquire() as conn:
                 await migrate(conn)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        except (OSError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             if self._pool is not None:
                 await self._pool.close()
                 self._pool = None
@@ -309,12 +310,3 @@ async def migrate(conn: asyncpg.Connection) -> int:
                 await conn.execute(sql)
                 await conn.execute("INSERT INTO schema_migrations (version) VALUES ($1)", version)
     return SCHEMA_VERSION
-
-
-def redact(url: str) -> str:
-    """`url` without a password (for logs and errors)."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at or ":" not in creds:
-        return url
-    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"

@@ -18,12 +18,12 @@ from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
-from groupcoord.protocol.messages.offset_fetch import OffsetFetchRequest
+from groupcoord.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from tests.integration.security_fixture import SecureServer, scram_login, start_secure_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 USERS = (("admin", "admin-secret"), ("carol", "carol-secret"), ("mallory", "mallory-secret"))
-GROUP_DENIED, TOPIC_DENIED, CLUSTER_DENIED = 30, 29, 31
+GROUP_DENIED, TOPIC_DENIED, CLUSTER_DENIED, SASL_AUTHENTICATION_FAILED = 30, 29, 31, 58
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +158,76 @@ def test_a_principal_without_acls_can_neither_read_nor_change_a_group(secure: Se
     assert [(t.name, p.committed_offset) for t in offsets.topics for p in t.partitions] == [("secure", 5)]
 
 
+@pytest.mark.parametrize("version", [0, 1])
+def test_offset_fetch_v0_v1_of_a_denied_group_fails_per_partition(secure: SecureServer, version: int) -> None:
+    """v0-v1 have no top-level error: as Kafka's `OffsetFetchResponse.groupError`, each partition asked for
+    carries GROUP_AUTHORIZATION_FAILED (an empty answer would read as "nothing committed")."""
+    c, _, resp = scram_login(secure.sasl_plain, "mallory-secret", user="mallory")
+    assert resp.error_code == 0
+    asked = (OffsetFetchRequestTopic(name="secure", partition_indexes=(0, 1)),)
+    fetched = c.request(9, version, OffsetFetchRequest(group_id="team-a", topics=asked))
+    assert [(t.name, p.partition_index, p.committed_offset, p.metadata, p.error_code) for t in fetched.topics for p in t.partitions] == [
+        ("secure", 0, -1, "", GROUP_DENIED),
+        ("secure", 1, -1, "", GROUP_DENIED),
+    ]  # fmt: skip
+
+
+def test_kafka_python_on_offset_fetch_v1_sees_the_group_denied(secure: SecureServer) -> None:
+    """A group ACL withdrawn while kafka-python holds its coordinator: its next OffsetFetch v1 must fail with
+    GroupAuthorizationFailedError, not read as "no committed offset"."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import GroupAuthorizationFailedError
+
+    admin = AdminClient(sasl(secure.sasl_plain, "admin", "admin-secret"))
+    grants = [
+        AclBinding(kind, name, ResourcePatternType.LITERAL, "User:mallory", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        for kind, name in ((ResourceType.GROUP, "team-k"), (ResourceType.TOPIC, "secure"))
+    ]  # fmt: skip
+    for f in admin.create_acls(grants).values():
+        f.result(15)
+    consumer = KafkaConsumer(
+        bootstrap_servers=f"127.0.0.1:{secure.sasl_plain}",
+        group_id="team-k",
+        enable_auto_commit=False,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_plain_username="mallory",
+        sasl_plain_password="mallory-secret",
+        api_version=(0, 10, 1),  # OffsetFetch v1 (and SaslHandshake v0 with raw tokens)
+    )
+
+    def withdraw(kind: ResourceType, name: str) -> None:
+        flt = AclBindingFilter(
+            kind,
+            name,
+            ResourcePatternType.LITERAL,
+            "User:mallory",
+            None,
+            AclOperation.ANY,
+            AclPermissionType.ANY,
+        )
+        for f in admin.delete_acls([flt]).values():
+            assert len(f.result(15)) == 1
+
+    try:
+        assert consumer.committed(TopicPartition("secure", 0)) is None  # allowed: nothing committed yet
+        withdraw(ResourceType.GROUP, "team-k")
+        with pytest.raises(GroupAuthorizationFailedError):
+            consumer.committed(TopicPartition("secure", 0))
+    finally:
+        consumer.close()
+        withdraw(ResourceType.TOPIC, "secure")
+
+
 def test_anonymous_and_unprivileged_principals_cannot_manage_acls(secure: SecureServer) -> None:
     from groupcoord.protocol.messages.describe_acls import DescribeAclsRequest
     from tests.integration.helpers import RawClient
@@ -203,8 +273,8 @@ def test_scram_users_are_managed_with_the_admin_apis(secure: SecureServer) -> No
     deletion = UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_256)
     for f in admin.alter_user_scram_credentials([deletion]).values():
         f.result(15)
-    with pytest.raises(AssertionError):  # dave no longer exists: the client-first is refused
-        scram_login(secure.sasl_plain, "dave-pw", user="dave")
+    # dave no longer exists: his old password fails (at the proof, exactly as a wrong password does)
+    assert scram_login(secure.sasl_plain, "dave-pw", user="dave")[2].error_code == SASL_AUTHENTICATION_FAILED
 
 
 def test_acls_and_scram_users_survive_a_restart(secure: SecureServer) -> None:

@@ -61,7 +61,7 @@ def test_an_unknown_mechanism_gets_the_enabled_list_and_a_close(secure: SecureSe
         ("PLAIN", b"\x00only-two"),
         ("PLAIN", f"mallory\x00{PLAIN_USER}\x00{PLAIN_PASSWORD}".encode()),
         ("SCRAM-SHA-256", b"\xff\xfe garbage"),
-        ("SCRAM-SHA-256", b"n,,n=nobody,r=abc"),
+        ("SCRAM-SHA-256", b"n,,n=no=body,r=abc"),
         ("SCRAM-SHA-256", b"n,,n=alice"),
         ("SCRAM-SHA-256", b""),
     ],
