@@ -365,7 +365,8 @@ class Broker:
 
     def _make_console(self) -> Console:
         sasl = any(lst.protocol.startswith("SASL") for lst in self.config.listener_list())
-        return Console(self, ConsoleAuth(self.security, sasl))
+        delay = self.config.connection_failed_authentication_delay_ms
+        return Console(self, ConsoleAuth(self.security, sasl), failed_delay_ms=delay)
 
     def console_facts(self) -> dict[str, object]:
         """What the console's overview shows of this node that only the wiring knows (views.ConsoleSource)."""
