@@ -505,8 +505,9 @@ async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -
     """ConsumerGroupService.deleteOffsets: the group-level verdict first, then a TOPIC PARTITION STATUS row per
     partition. A topic named without partitions that the cluster does not know gets one row with partition `-`
     (Kafka's describeTopics failure); the request is still sent for the rest. The group-level verdict is the
-    response's top-level error, else its first partition error, as the Admin client's `all()` reports it: so
-    "Request succeeded" is printed only when every partition was deleted."""
+    response's top-level error, else its first partition error, as the Admin client's `all()` reports it, else
+    the unknown topic's error (where Kafka would print success): "Request succeeded" only when every row
+    says Successful."""
     explicit = [t for t in args.topic if ":" in t]
     bare = list(dict.fromkeys(t for t in args.topic if ":" not in t))
     results: dict[tuple[str, int], int] = {}
@@ -526,6 +527,8 @@ async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -
         results[tp] = code
         if not verdict and code:
             verdict = code
+    if not verdict:  # only an unknown topic failed: Kafka still says "Request succeeded" here, we do not
+        verdict = next((e for e in results.values() if e), 0)
     if verdict == 0:
         out.table(f"Request succeeded for deleting offsets from group {args.group}.")
     elif verdict in GROUP_LEVEL:

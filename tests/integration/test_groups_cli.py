@@ -197,6 +197,12 @@ async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> Non
         [[T, "0", "Successful"]],
     )
     assert committed(bs, G) == {}
+    only_unknown = cli(bs, "delete-offsets", "--group", G, "--topic", "nosuch3")
+    assert only_unknown.returncode == 1
+    assert status_table(only_unknown.stdout) == (
+        "Error: Encountered some partition-level error, see the follow-up details.",
+        [["nosuch3", "-", f"Error: {UNKNOWN}"]],
+    )
     gone = cli(bs, "delete-offsets", "--group", "no-such-group", "--topic", f"{T}:0")
     assert gone.returncode == 1
     assert status_table(gone.stdout) == (
