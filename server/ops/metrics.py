@@ -68,7 +68,7 @@ def _error_name(code: int) -> str:
         return str(code)
 
 
-class _Histogram:
+class Histogram:
     """Cumulative-at-export bucket counts; `observe` is one bisect and two additions."""
 
     __slots__ = ("bounds", "counts", "total")
@@ -101,7 +101,7 @@ class RequestMetrics:
 
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, str]] = Counter()
-        self.latency: dict[str, _Histogram] = {}
+        self.latency: dict[str, Histogram] = {}
         self.offsets_committed = 0
         self._prebuilt_errors: dict[bytes, str] = {}
 
@@ -117,7 +117,7 @@ class RequestMetrics:
         self.requests[(api, error)] += 1
         hist = self.latency.get(api)
         if hist is None:
-            hist = self.latency[api] = _Histogram(LATENCY_BUCKETS)
+            hist = self.latency[api] = Histogram(LATENCY_BUCKETS)
         hist.observe(elapsed)
 
     def _prebuilt_error(self, api_key: int, version: int, frame: bytes) -> str:
@@ -190,7 +190,7 @@ class JournalMetrics:
         self.started: dict[str, tuple[int, str]] = {}  # group -> (ts ms, reason) of the open rebalance
         self.rebalances: Counter[tuple[str, str]] = Counter()  # (group, reason)
         self.completed = 0  # Kafka's group-completed-rebalance-count: CompletingRebalance -> Stable
-        self.duration: dict[str, _Histogram] = {}  # reason -> histogram
+        self.duration: dict[str, Histogram] = {}  # reason -> histogram
         self.last_duration: dict[str, float] = {}
         self.last_end_ts: dict[str, float] = {}
         self.static_replacements: Counter[str] = Counter()
@@ -215,7 +215,7 @@ class JournalMetrics:
                     seconds = max(int(event.get("ts") or 0) - begun[0], 0) / 1000
                     hist = self.duration.get(begun[1])
                     if hist is None:
-                        hist = self.duration[begun[1]] = _Histogram(REBALANCE_BUCKETS)
+                        hist = self.duration[begun[1]] = Histogram(REBALANCE_BUCKETS)
                     hist.observe(seconds)
                     self.last_duration[group] = seconds
                     self.last_end_ts[group] = int(event.get("ts") or 0) / 1000

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from groupcoord.server.ops.metrics import _Histogram
+from groupcoord.server.ops.metrics import Histogram
 
 #: Kafka's `socket-server-metrics` group under jmx_exporter's stock `kafka.server<type=...>` rule
 SOCKET = "kafka_server_socket_server_metrics_"
@@ -55,7 +55,7 @@ class LoopLag:
 
     def __init__(self, interval_s: float = LOOP_LAG_INTERVAL_S) -> None:
         self.interval_s = interval_s
-        self.hist = _Histogram(LOOP_LAG_BUCKETS)
+        self.hist = Histogram(LOOP_LAG_BUCKETS)
         self.last = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handle: asyncio.TimerHandle | None = None
