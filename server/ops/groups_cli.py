@@ -313,7 +313,10 @@ def _partitions_of(spec: list[str], known: dict[str, dict[int, int]]) -> list[tu
     for item in spec:
         topic, _, plist = item.partition(":")
         if plist:
-            out.extend((topic, int(p)) for p in plist.split(","))
+            try:
+                out.extend((topic, int(p)) for p in plist.split(","))
+            except ValueError:
+                raise UsageError(f"--topic {item!r}: partitions must be comma-separated numbers") from None
         elif topic in known:
             out.extend((topic, p) for p in sorted(known[topic]))
         else:

@@ -226,5 +226,7 @@ async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> Non
 
 def test_usage_and_connection_errors_have_their_exit_codes() -> None:
     assert cli("127.0.0.1:1", "reset-offsets", "--group", "g").returncode == 2  # no reset spec
+    bad = cli("127.0.0.1:1", "delete-offsets", "--group", "g", "--topic", "t:zero")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
     nobody = cli(f"127.0.0.1:{free_port()}", "list")
     assert nobody.returncode == 1 and "Error: cannot connect" in nobody.stdout
