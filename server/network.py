@@ -85,6 +85,10 @@ class ConnectionGuard:
         self.total = 0
         self.conns: set[Connection] = set()
         self.refused = 0
+        # Kafka frames read and written, size prefix included (socket-server-metrics incoming/outgoing-byte-total);
+        # counted once per frame (or per batch of answers written together), never per syscall
+        self.bytes_in = 0
+        self.bytes_out = 0
         self._sweep_handle: asyncio.TimerHandle | None = None
         shortest = min(limits.idle_ms, limits.frame_timeout_ms) / 1000
         self.sweep_interval = min(1.0, max(0.05, shortest / 4))
@@ -222,6 +226,7 @@ class Connection(asyncio.Protocol):
 
     def write(self, data: bytes) -> None:
         if not self.closed and self.transport is not None:
+            self._guard.bytes_out += len(data)
             self.transport.write(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -358,10 +363,12 @@ class Connection(asyncio.Protocol):
                 frame = bytes(buf[4:end])
                 del buf[:end]
                 handled += 1
+                self._guard.bytes_in += end
                 if gate is None or gate.authenticated:
                     reply = PASS
                 else:
                     if out:  # earlier answers leave first: the gate may write and close
+                        self._guard.bytes_out += sum(map(len, out))
                         self.transport.write(b"".join(out))  # type: ignore[union-attr]
                         out.clear()
                     reply = gate.receive(self, frame)
@@ -381,6 +388,7 @@ class Connection(asyncio.Protocol):
         finally:
             if not self.closed:
                 if out:
+                    self._guard.bytes_out += sum(map(len, out))
                     self.transport.write(out[0] if len(out) == 1 else b"".join(out))  # type: ignore[union-attr]
                 if not buf:
                     self.frame_started = None
@@ -406,6 +414,7 @@ class Connection(asyncio.Protocol):
             self.close("internal error while encoding a response")
             return
         if data is not None:
+            self._guard.bytes_out += len(data)
             self.transport.write(data)  # type: ignore[union-attr]
         if self._buf:
             self.frame_started = self._clock()  # the parked time does not count against the next frame

@@ -43,6 +43,8 @@ class OffsetMetadataManager:
         ] = {}  # unpersisted commits per partition (RequireStable)
         #: transactional offsets waiting for their transaction's marker (also UNSTABLE with RequireStable)
         self.txn = TxnOffsets(ctx, group_manager, self.offsets)
+        #: offsets OffsetDelete removed since start: Kafka's offset-deletion-count (the tombstones written)
+        self.deleted_count = 0
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return dict(self.offsets.get(group_id, {}))
@@ -171,6 +173,7 @@ class OffsetMetadataManager:
                     continue
                 if offsets.pop((topic, p), None) is not None:
                     self.ctx.fx.record(OffsetRecord(group_id, topic, p, None))
+                    self.deleted_count += 1
                 errors.append((p, NONE))
             out.append((topic, tuple(errors)))
         return NONE, tuple(out)

@@ -87,6 +87,11 @@ class GroupCoordinatorShard:
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return self.offset_manager.committed_offsets(group_id)
 
+    @property
+    def offsets_deleted(self) -> int:
+        """Offsets removed by OffsetDelete since this shard started (Kafka's `offset-deletion-count`)."""
+        return self.offset_manager.deleted_count
+
     # ============================================================================= group requests
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:

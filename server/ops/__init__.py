@@ -6,12 +6,16 @@ The server touches this package in three places only: `Ops.request_done` (the di
 
 from __future__ import annotations
 
+import asyncio
+
+from prometheus_client import PlatformCollector, ProcessCollector
 from prometheus_client.registry import CollectorRegistry
 
 from groupcoord.server.coordinator.records import OffsetRecord
 from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.ops.http import AdminHttp, ConsoleHandler
 from groupcoord.server.ops.metrics import JournalMetrics, RequestMetrics, StateCollector, StateSource
+from groupcoord.server.ops.process import LoopLag, ProcessMetrics
 
 __all__ = ["Ops"]
 
@@ -19,7 +23,7 @@ __all__ = ["Ops"]
 class _Registered:
     """Adapts one of our metric holders to prometheus-client's collector interface."""
 
-    def __init__(self, holder: RequestMetrics | JournalMetrics) -> None:
+    def __init__(self, holder: RequestMetrics | JournalMetrics | ProcessMetrics) -> None:
         self.holder = holder
 
     def collect(self):  # type: ignore[no-untyped-def]
@@ -40,6 +44,12 @@ class Ops:
         self.registry.register(StateCollector(source, partition_lag))
         self.registry.register(_Registered(self.requests))  # type: ignore[arg-type]
         self.registry.register(_Registered(self.journal))  # type: ignore[arg-type]
+        self.loop_lag = LoopLag()
+        self.registry.register(_Registered(ProcessMetrics(source, self.loop_lag)))  # type: ignore[arg-type]
+        # process_* (CPU seconds, resident/virtual memory, open and max fds, start time) and python_info on *our*
+        # registry: the default one is never served
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
         self.http: AdminHttp | None = None
         self.port: int | None = None
 
@@ -59,10 +69,12 @@ class Ops:
             )
 
     async def start(self, host: str, port: int) -> int:
+        self.loop_lag.start(asyncio.get_running_loop())
         self.http = AdminHttp(self.registry, lambda: not self.source.loading, self.console)
         self.port = await self.http.start(host, port)
         return self.port
 
     async def close(self) -> None:
+        self.loop_lag.stop()
         if self.http is not None:
             await self.http.close()

@@ -17,6 +17,7 @@ import time
 from datetime import UTC, datetime
 
 from groupcoord.protocol.consumer import decode_assignment
+from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, error_name
 
 MISSING = "-"
@@ -312,7 +313,10 @@ def _partitions_of(spec: list[str], known: dict[str, dict[int, int]]) -> list[tu
     for item in spec:
         topic, _, plist = item.partition(":")
         if plist:
-            out.extend((topic, int(p)) for p in plist.split(","))
+            try:
+                out.extend((topic, int(p)) for p in plist.split(","))
+            except ValueError:
+                raise UsageError(f"--topic {item!r}: partitions must be comma-separated numbers") from None
         elif topic in known:
             out.extend((topic, p) for p in sorted(known[topic]))
         else:
@@ -338,9 +342,20 @@ def _datetime_ms(text: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
+#: ConsumerGroupCommandOptions (Kafka 4.3) prints this on stderr when --reset-offsets has neither mode flag
+NO_EXECUTE_WARNING = (
+    "WARN: No action will be performed as the --execute option is missing. "
+    "In version 5.0, this command will require either --dry-run or --execute to be specified. "
+    "You should add the --dry-run option explicitly if you are scripting this command and want to "
+    "keep the current default behavior without prompting."
+)
+
+
 async def _reset(admin: Admin, groups: list[str], args: argparse.Namespace, out: Output) -> int:
     if not (args.topic or args.all_topics or args.from_file):
         raise UsageError("reset-offsets needs --topic, --all-topics or --from-file")
+    if not (args.dry_run or args.execute):
+        print(NO_EXECUTE_WARNING, file=sys.stderr)
     from_file: dict[str, dict[tuple[str, int], int]] = {}
     if args.from_file:
         with open(args.from_file) as fh:
@@ -447,25 +462,101 @@ async def _delete(admin: Admin, groups: list[str], out: Output) -> int:
     return 1 if bad else 0
 
 
+#: Kafka's exception class and `Errors` message per code, for the STATUS column of delete-offsets: the Java tool
+#: prints `"Error: " + ExecutionException.getMessage()`, i.e. the cause's class name and message.
+KAFKA_ERRORS = {
+    E.UNKNOWN_TOPIC_OR_PARTITION: (
+        "UnknownTopicOrPartitionException",
+        "This server does not host this topic-partition.",
+    ),
+    E.COORDINATOR_LOAD_IN_PROGRESS: (
+        "CoordinatorLoadInProgressException",
+        "The coordinator is loading and hence can't process requests.",
+    ),
+    E.COORDINATOR_NOT_AVAILABLE: ("CoordinatorNotAvailableException", "The coordinator is not available."),
+    E.NOT_COORDINATOR: ("NotCoordinatorException", "This is not the correct coordinator."),
+    E.INVALID_GROUP_ID: ("InvalidGroupIdException", "The group id is invalid."),
+    E.TOPIC_AUTHORIZATION_FAILED: ("TopicAuthorizationException", "Topic authorization failed."),
+    E.GROUP_AUTHORIZATION_FAILED: ("GroupAuthorizationException", "Group authorization failed."),
+    E.NON_EMPTY_GROUP: ("GroupNotEmptyException", "The group is not empty."),
+    E.GROUP_ID_NOT_FOUND: ("GroupIdNotFoundException", "The group id does not exist."),
+    E.GROUP_SUBSCRIBED_TO_TOPIC: (
+        "GroupSubscribedToTopicException",
+        "Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.",
+    ),
+}
+UNKNOWN_TOPIC = E.UNKNOWN_TOPIC_OR_PARTITION
+#: the group-level errors the tool prints as `Errors.message()`; the partition-level ones it sends to the table
+GROUP_LEVEL = (E.INVALID_GROUP_ID, E.GROUP_ID_NOT_FOUND, E.GROUP_AUTHORIZATION_FAILED, E.NON_EMPTY_GROUP)
+PARTITION_LEVEL = (E.GROUP_SUBSCRIBED_TO_TOPIC, E.TOPIC_AUTHORIZATION_FAILED, E.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def kafka_error_message(code: int) -> str:
+    """`Errors.message()`: what the tool prints for a group-level error."""
+    known = KAFKA_ERRORS.get(code)
+    return known[1] if known else error_name(code)
+
+
+def _partition_status(code: int) -> str:
+    known = KAFKA_ERRORS.get(code)
+    if known is None:
+        return f"Error: {error_name(code)}"
+    return f"Error: org.apache.kafka.common.errors.{known[0]}: {known[1]}"
+
+
 async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -> int:
-    cluster = await admin.metadata([t.partition(":")[0] for t in args.topic])
-    tps = _partitions_of(args.topic, cluster.partitions)
+    """ConsumerGroupService.deleteOffsets: the group-level verdict first, then a TOPIC PARTITION STATUS row per
+    partition. A topic named without partitions that the cluster does not know gets one row with partition `-`
+    (Kafka's describeTopics failure); the request is still sent for the rest. The group-level verdict is the
+    response's top-level error, else its first partition error, as the Admin client's `all()` reports it, else
+    the unknown topic's error (where Kafka would print success): "Request succeeded" only when every row
+    says Successful."""
+    explicit = [t for t in args.topic if ":" in t]
+    bare = list(dict.fromkeys(t for t in args.topic if ":" not in t))
+    results: dict[tuple[str, int], int] = {}
+    tps = _partitions_of(explicit, {})
+    if bare:
+        cluster = await admin.metadata(bare)
+        for topic in bare:
+            if topic in cluster.partitions:
+                tps.extend((topic, p) for p in sorted(cluster.partitions[topic]))
+            else:
+                results[(topic, -1)] = UNKNOWN_TOPIC
+    tps = list(dict.fromkeys(tps))
     top, parts = await admin.delete_offsets(args.group, tps)
+    verdict = top
+    for tp in tps:
+        code = top or parts.get(tp, E.UNKNOWN_SERVER_ERROR)  # a partition the answer left out failed
+        results[tp] = code
+        if not verdict and code:
+            verdict = code
+    if not verdict:  # only an unknown topic failed: Kafka still says "Request succeeded" here, we do not
+        verdict = next((e for e in results.values() if e), 0)
+    if verdict == 0:
+        out.table(f"Request succeeded for deleting offsets from group {args.group}.")
+    elif verdict in GROUP_LEVEL:
+        out.error(kafka_error_message(verdict))
+    elif verdict in PARTITION_LEVEL:
+        out.error("Encountered some partition-level error, see the follow-up details.")
+    else:
+        out.error(f"Encountered some unknown error: {error_name(verdict)}")
+    ordered = sorted(results.items(), key=lambda kv: kv[0][0] + str(kv[0][1]))
     out.add(
         [
-            {"topic": t, "partition": p, "status": error_name(e) if e else "Successful"}
-            for (t, p), e in sorted(parts.items())
+            {
+                "topic": t,
+                "partition": p if p >= 0 else None,
+                "status": _partition_status(e) if e else "Successful",
+                "error": error_name(e),
+            }
+            for (t, p), e in ordered
         ]
     )
-    if top == 0:
-        out.table(f"Request succeeded for deleting offsets from group {args.group}.")
-    else:
-        out.error(error_name(top))
-    width = max([15, *(len(t) for t, _ in parts)])
+    width = max([15, *(len(t) for t, _ in results)])
     lines = [_fmt([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
     lines += [
-        _fmt([width, 10, 15], [t, p, f"Error: {error_name(e)}" if e else "Successful"])
-        for (t, p), e in sorted(parts.items())
+        _fmt([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
+        for (t, p), e in ordered
     ]
     out.table("\n" + "\n".join(lines))
-    return 1 if top or any(parts.values()) else 0
+    return 1 if verdict or any(results.values()) else 0

@@ -68,7 +68,7 @@ def _error_name(code: int) -> str:
         return str(code)
 
 
-class _Histogram:
+class Histogram:
     """Cumulative-at-export bucket counts; `observe` is one bisect and two additions."""
 
     __slots__ = ("bounds", "counts", "total")
@@ -101,7 +101,7 @@ class RequestMetrics:
 
     def __init__(self) -> None:
         self.requests: Counter[tuple[str, str]] = Counter()
-        self.latency: dict[str, _Histogram] = {}
+        self.latency: dict[str, Histogram] = {}
         self.offsets_committed = 0
         self._prebuilt_errors: dict[bytes, str] = {}
 
@@ -117,7 +117,7 @@ class RequestMetrics:
         self.requests[(api, error)] += 1
         hist = self.latency.get(api)
         if hist is None:
-            hist = self.latency[api] = _Histogram(LATENCY_BUCKETS)
+            hist = self.latency[api] = Histogram(LATENCY_BUCKETS)
         hist.observe(elapsed)
 
     def _prebuilt_error(self, api_key: int, version: int, frame: bytes) -> str:
@@ -190,7 +190,7 @@ class JournalMetrics:
         self.started: dict[str, tuple[int, str]] = {}  # group -> (ts ms, reason) of the open rebalance
         self.rebalances: Counter[tuple[str, str]] = Counter()  # (group, reason)
         self.completed = 0  # Kafka's group-completed-rebalance-count: CompletingRebalance -> Stable
-        self.duration: dict[str, _Histogram] = {}  # reason -> histogram
+        self.duration: dict[str, Histogram] = {}  # reason -> histogram
         self.last_duration: dict[str, float] = {}
         self.last_end_ts: dict[str, float] = {}
         self.static_replacements: Counter[str] = Counter()
@@ -215,7 +215,7 @@ class JournalMetrics:
                     seconds = max(int(event.get("ts") or 0) - begun[0], 0) / 1000
                     hist = self.duration.get(begun[1])
                     if hist is None:
-                        hist = self.duration[begun[1]] = _Histogram(REBALANCE_BUCKETS)
+                        hist = self.duration[begun[1]] = Histogram(REBALANCE_BUCKETS)
                     hist.observe(seconds)
                     self.last_duration[group] = seconds
                     self.last_end_ts[group] = int(event.get("ts") or 0) / 1000
@@ -316,6 +316,7 @@ class StateCollector(Collector):
         yield brokers
         logs = src.logs
         end: dict[tuple[str, int], int] = {}
+        npart: dict[str, int] = {}
         parts = GaugeMetricFamily(
             "kafka_topic_partitions", "Number of partitions of a topic", labels=("topic",)
         )
@@ -329,9 +330,15 @@ class StateCollector(Collector):
             "Log start offset of a partition",
             labels=("topic", "partition"),
         )
+        size = GaugeMetricFamily(
+            "kafka_log_log_size",
+            "Bytes of a partition's log segments (Kafka's kafka.log:type=Log,name=Size)",
+            labels=("topic", "partition"),
+        )
         if logs is not None:
             for name, info in sorted(logs.topics().items()):
                 parts.add_metric((name,), info.partitions)
+                npart[name] = info.partitions
                 for p in range(info.partitions):
                     plog = logs.partition(name, p)
                     if plog is None:
@@ -340,9 +347,11 @@ class StateCollector(Collector):
                     end[(name, p)] = hw
                     cur.add_metric((name, str(p)), hw)
                     old.add_metric((name, str(p)), plog.log_start_offset)
+                    size.add_metric((name, str(p)), plog.size_bytes)
         yield parts
         yield cur
         yield old
+        yield size
         machine = src.machine
         members = GaugeMetricFamily(
             "kafka_consumergroup_members", "Members of a consumer group", labels=("consumergroup",)
@@ -391,6 +400,16 @@ class StateCollector(Collector):
                         acc[1] += hw - value.offset
                         if per_partition:
                             lag.add_metric((gid, topic, str(p)), hw - value.offset)
+                # kafka_exporter: on a topic the group has committed to, a partition without a committed offset
+                # reports current offset -1 and lag -1 (to alert on), counted in the offset sum, not the lag sum
+                for topic, acc in sums.items():
+                    for p in range(npart.get(topic, 0)):
+                        if (topic, p) in committed or (topic, p) not in end:
+                            continue
+                        acc[0] -= 1
+                        if per_partition:
+                            offset.add_metric((gid, topic, str(p)), -1)
+                            lag.add_metric((gid, topic, str(p)), -1)
                 for topic, (osum, lsum) in sums.items():
                     offset_sum.add_metric((gid, topic), osum)
                     lag_sum.add_metric((gid, topic), lsum)
@@ -411,6 +430,11 @@ class StateCollector(Collector):
         noff = GaugeMetricFamily(KAFKA + "offset_count", "Committed offsets held")
         noff.add_metric((), offsets)
         yield noff
+        deleted = CounterMetricFamily(
+            KAFKA + "offset_deletion_count", "Committed offsets removed by OffsetDelete (API 47)"
+        )
+        deleted.add_metric((), machine.offsets_deleted if machine is not None else 0)
+        yield deleted
         if src.load_ms is not None:
             load = GaugeMetricFamily(KAFKA + "partition_load_time_max", "Milliseconds the state took to load")
             load.add_metric((), src.load_ms)

@@ -31,7 +31,9 @@ async def lagging_group(bootstrap: str, topic: str, group: str) -> AIOKafkaConsu
         group_id=group,
         client_id=f"{group}-client",
         enable_auto_commit=False,
-        session_timeout_ms=6000,
+        # the tests call the CLI with blocking subprocess.run on this loop: seconds each on a loaded machine, so a
+        # short session timeout would evict the member between two heartbeats
+        session_timeout_ms=30000,
         heartbeat_interval_ms=500,
     )
     await consumer.start()

@@ -101,6 +101,15 @@ async def test_reset_offsets_refuses_live_groups_then_plans_and_executes(
 
     dry = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest")
     assert dry.returncode == 0
+    # neither --dry-run nor --execute: Kafka 4.3's warning on stderr, and a dry run
+    assert dry.stderr.strip() == (
+        "WARN: No action will be performed as the --execute option is missing. In version 5.0, this command "
+        "will require either --dry-run or --execute to be specified. You should add the --dry-run option "
+        "explicitly if you are scripting this command and want to keep the current default behavior without "
+        "prompting."
+    )
+    explicit = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest", "--dry-run")
+    assert explicit.returncode == 0 and explicit.stderr == "" and explicit.stdout == dry.stdout
     assert [ln.split() for ln in dry.stdout.strip().splitlines()] == [
         ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [G, T, "0", "0"], [G, T, "1", "0"],
     ]  # fmt: skip
@@ -108,7 +117,7 @@ async def test_reset_offsets_refuses_live_groups_then_plans_and_executes(
 
     def reset(*spec: str) -> dict[tuple[str, int], int | None]:
         done = cli(bs, "reset-offsets", "--group", G, *spec, "--execute")
-        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.returncode == 0 and "WARN" not in done.stderr, done.stdout + done.stderr
         return committed(bs, G)
 
     assert reset("--all-topics", "--to-earliest") == {(T, 0): 0, (T, 1): 0}
@@ -137,6 +146,20 @@ async def test_reset_offsets_refuses_live_groups_then_plans_and_executes(
         kc.close()
 
 
+SUBSCRIBED = (
+    "org.apache.kafka.common.errors.GroupSubscribedToTopicException: "
+    "Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it."
+)
+UNKNOWN = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this topic-partition."
+
+
+def status_table(stdout: str) -> tuple[str, list[list[str]]]:
+    """kafka-consumer-groups.sh --delete-offsets: the group-level line, a blank line, TOPIC PARTITION STATUS rows."""
+    lines = stdout.strip("\n").split("\n")
+    assert lines[1] == "" and lines[2].split() == ["TOPIC", "PARTITION", "STATUS"], stdout
+    return lines[0], [ln.split(None, 2) for ln in lines[3:]]
+
+
 async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> None:
     bs = groupcoord_server.bootstrap
     T, G = unique("cli3"), unique("g3")  # a shared server keeps other tests' groups
@@ -144,18 +167,54 @@ async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> Non
     try:
         busy = cli(bs, "delete", "--group", G)
         assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stdout
-        # the live consumer subscribes to cli3: Kafka refuses each partition
+        # the live consumer subscribes to cli3: Kafka refuses each partition, and the tool says so first
         subscribed = cli(bs, "delete-offsets", "--group", G, "--topic", T)
         assert subscribed.returncode == 1
-        assert subscribed.stdout.count("Error: GROUP_SUBSCRIBED_TO_TOPIC") == 2, subscribed.stdout
+        assert status_table(subscribed.stdout) == (
+            "Error: Encountered some partition-level error, see the follow-up details.",
+            [[T, "0", f"Error: {SUBSCRIBED}"], [T, "1", f"Error: {SUBSCRIBED}"]],
+        )
+        assert "Request succeeded" not in subscribed.stdout
         assert committed(bs, G) == {(T, 0): 3, (T, 1): 4}
     finally:
         await consumer.stop()
     await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 20, "Empty")
-    done = cli(bs, "delete-offsets", "--group", G, "--topic", f"{T}:1")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"Request succeeded for deleting offsets from group {G}." in done.stdout
+    # a partition the broker refuses next to one it deletes: the verdict is the partition-level error, not success
+    mixed = cli(
+        bs, "delete-offsets", "--group", G, "--topic", f"{T}:1", "--topic", "nosuch:0", "--topic", "nosuch2"
+    )
+    assert mixed.returncode == 1
+    assert status_table(mixed.stdout) == (
+        "Error: Encountered some partition-level error, see the follow-up details.",
+        [[T, "1", "Successful"], ["nosuch", "0", f"Error: {UNKNOWN}"], ["nosuch2", "-", f"Error: {UNKNOWN}"]],
+    )
+    assert "Request succeeded" not in mixed.stdout
     assert committed(bs, G) == {(T, 0): 3}
+    done = cli(bs, "delete-offsets", "--group", G, "--topic", f"{T}:0")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert status_table(done.stdout) == (
+        f"Request succeeded for deleting offsets from group {G}.",
+        [[T, "0", "Successful"]],
+    )
+    assert committed(bs, G) == {}
+    only_unknown = cli(bs, "delete-offsets", "--group", G, "--topic", "nosuch3")
+    assert only_unknown.returncode == 1
+    assert status_table(only_unknown.stdout) == (
+        "Error: Encountered some partition-level error, see the follow-up details.",
+        [["nosuch3", "-", f"Error: {UNKNOWN}"]],
+    )
+    gone = cli(bs, "delete-offsets", "--group", "no-such-group", "--topic", f"{T}:0")
+    assert gone.returncode == 1
+    assert status_table(gone.stdout) == (
+        "Error: The group id does not exist.",
+        [
+            [
+                T,
+                "0",
+                "Error: org.apache.kafka.common.errors.GroupIdNotFoundException: The group id does not exist.",
+            ]
+        ],
+    )
     done = cli(bs, "delete", "--group", G)
     assert (
         done.returncode == 0
@@ -167,5 +226,7 @@ async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> Non
 
 def test_usage_and_connection_errors_have_their_exit_codes() -> None:
     assert cli("127.0.0.1:1", "reset-offsets", "--group", "g").returncode == 2  # no reset spec
+    bad = cli("127.0.0.1:1", "delete-offsets", "--group", "g", "--topic", "t:zero")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
     nobody = cli(f"127.0.0.1:{free_port()}", "list")
     assert nobody.returncode == 1 and "Error: cannot connect" in nobody.stdout
