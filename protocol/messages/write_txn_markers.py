@@ -39,7 +39,9 @@ class WritableTxnMarkerPartitionResult:
 @struct
 class WritableTxnMarkerTopicResult:
     name: str = f(STRING, "0+")
-    partitions: tuple[WritableTxnMarkerPartitionResult, ...] = f(array(WritableTxnMarkerPartitionResult), "0+")
+    partitions: tuple[WritableTxnMarkerPartitionResult, ...] = f(
+        array(WritableTxnMarkerPartitionResult), "0+"
+    )
 
 
 @struct
