@@ -14,7 +14,7 @@ import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.admin.PartitionProducerState;
+import org.apache.kafka.clients.admin.DescribeProducersResult.PartitionProducerState;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -58,7 +58,6 @@ public final class ToolsDriver {
             AdminDriver.call("log_dirs", () -> logDirs(admin));
             AdminDriver.call("lso_before", () -> lso(admin, tp0));
             AdminDriver.call("producers", () -> producers(admin, List.of(tp0, tp1)));
-            AdminDriver.call("producers_unknown", () -> producers(admin, List.of(unknown)));
             PartitionProducerState state = admin.describeProducers(List.of(tp0)).partitionResult(tp0).get();
             ProducerState hanging = state.activeProducers().stream()
                     .filter(p -> p.currentTransactionStartOffset().isPresent()).findFirst().orElseThrow();
