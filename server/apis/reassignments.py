@@ -10,8 +10,7 @@ As Kafka's controller (`ReplicationControlManager`) decides:
 - AlterPartitionReassignments v0-1: unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION; Replicas null
   (cancel) NO_REASSIGNMENT_IN_PROGRESS; an empty list, a duplicate or a broker other than this node
   INVALID_REPLICA_ASSIGNMENT with Kafka's message (only this node is registered); [this node] is the current
-  assignment: a no-op success. AllowReplicationFactorChange false with a replica count other than 1:
-  INVALID_REPLICATION_FACTOR.
+  assignment: a no-op success (so AllowReplicationFactorChange, v1, never matters: the factor stays 1).
 - ListPartitionReassignments v0: no partition is reassigning, so the answer lists nothing.
 The ACL checks (ALTER on CLUSTER; DESCRIBE for the listing) are in `authz_tools`.
 """
@@ -89,7 +88,6 @@ def alter_partition_reassignments(
                 t.name,
                 p,
                 node,
-                allow_rf_change,
             )
             parts.append(
                 apr.ReassignablePartitionResponse(
@@ -111,7 +109,6 @@ def _reassign(
     topic: str,
     p: apr.ReassignablePartition,
     node: int,
-    allow_rf_change: bool,
 ) -> tuple[int, str | None]:
     """The error of one partition's reassignment, in the order Kafka's controller checks."""
     if not topic_known:
@@ -135,10 +132,8 @@ def _reassign(
                 f"The manual partition assignment includes the broker {previous} more than once."
             )
         previous = broker
-    if not allow_rf_change and len(p.replicas) != 1:
-        return ErrorCode.INVALID_REPLICATION_FACTOR, (
-            f"The replication factor is changed from 1 to {len(p.replicas)}"
-        )
+    # the one valid target is [this node]: a replication factor of 1, as now, so Kafka's
+    # AllowReplicationFactorChange check (INVALID_REPLICATION_FACTOR) can never fail here
     return ErrorCode.NONE, None
 
 
