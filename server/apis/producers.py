@@ -121,9 +121,7 @@ async def _complete_groups(ctx: RequestContext, producer_id: int, commit: bool) 
     """The producer's pending transactional offsets, in every group holding some, made committed or dropped.
 
     Kafka maps a failure of its group coordinator here to NOT_LEADER_OR_FOLLOWER ("not ready yet")."""
-    pending = ctx.services.machine.offset_manager.txn.pending
-    groups = [g for g, by_pid in pending.items() if producer_id in by_pid]
-    for group_id in groups:
+    for group_id in ctx.services.machine.groups_with_pending_transaction(producer_id):
         if not await ctx.services.txn.complete_group(group_id, producer_id, commit):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
     return ErrorCode.NONE

@@ -87,6 +87,11 @@ class GroupCoordinatorShard:
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return self.offset_manager.committed_offsets(group_id)
 
+    def groups_with_pending_transaction(self, producer_id: int) -> list[str]:
+        """The groups holding pending transactional offsets of `producer_id`: what an operator's marker for
+        `__consumer_offsets` (WriteTxnMarkers) completes."""
+        return [g for g, by_pid in self.offset_manager.txn.pending.items() if producer_id in by_pid]
+
     # ============================================================================= group requests
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:

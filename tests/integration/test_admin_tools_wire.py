@@ -19,6 +19,7 @@ from groupcoord.protocol.messages import describe_producers as dp
 from groupcoord.protocol.messages import describe_transactions as dtx
 from groupcoord.protocol.messages import elect_leaders as el
 from groupcoord.protocol.messages import write_txn_markers as wm
+from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
 from tests.integration.helpers import RawClient
 from tests.integration.names import unique
 
@@ -32,6 +33,23 @@ def create(bootstrap: str, topic: str, partitions: int) -> None:
         admin.create_topics([NewTopic(topic, partitions, 1)])
     finally:
         admin.close()
+
+
+def test_api_versions_advertises_the_tools_apis(groupcoord_server) -> None:  # type: ignore[no-untyped-def]
+    c = RawClient(groupcoord_server.host, groupcoord_server.port)
+    try:
+        resp = c.request(18, 3, ApiVersionsRequest("t", "1"))
+    finally:
+        c.close()
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert {k: ranges.get(k) for k in (27, 35, 43, 45, 46, 61)} == {
+        27: (1, 2),  # WriteTxnMarkers
+        35: (1, 5),  # DescribeLogDirs
+        43: (0, 2),  # ElectLeaders
+        45: (0, 1),  # AlterPartitionReassignments
+        46: (0, 0),  # ListPartitionReassignments
+        61: (0, 0),  # DescribeProducers
+    }
 
 
 def test_elections_and_reassignments_over_the_wire(groupcoord_server) -> None:  # type: ignore[no-untyped-def]
