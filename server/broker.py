@@ -19,8 +19,11 @@ from groupcoord.server.apis import (
     data,
     groups,
     loading,
+    log_dirs,
     meta,
     offsets,
+    producers,
+    reassignments,
     records,
     routing,
     sasl,
@@ -102,6 +105,12 @@ HANDLERS = {
     ApiKey.DELETE_ACLS: acls.delete_acls,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
+    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
+    ApiKey.DESCRIBE_PRODUCERS: producers.describe_producers,
+    ApiKey.WRITE_TXN_MARKERS: producers.write_txn_markers,
+    ApiKey.ELECT_LEADERS: reassignments.elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
 }
 
 

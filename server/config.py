@@ -103,6 +103,20 @@ class ServerConfig:
     def public_port(self) -> int:
         return self.advertised_port or self.port
 
+    @property
+    def kafka_listeners(self) -> str:
+        """Kafka's `listeners` as DescribeConfigs shows it: --listeners, or the shorthand's PLAINTEXT listener."""
+        return self.listeners or f"PLAINTEXT://{self.host}:{self.port}"
+
+    @property
+    def kafka_advertised_listeners(self) -> str | None:
+        """Kafka's `advertised.listeners` as DescribeConfigs shows it (None: unset, `listeners` is advertised)."""
+        if self.listeners:
+            return self.advertised_listeners
+        if self.advertised_host or self.advertised_port:
+            return f"PLAINTEXT://{self.public_host}:{self.public_port}"
+        return None
+
     def listener_list(self) -> tuple[Listener, ...]:
         """The listeners to open: `--listeners` (Kafka's format), or one PLAINTEXT listener from the old
         `--host/--port` shorthand. Raises `ListenerError` for settings Kafka refuses."""

@@ -18,7 +18,8 @@ principal is told are Kafka's:
 | ListOffsets | DESCRIBE topic | TOPIC_AUTHORIZATION_FAILED per partition |
 
 Produce, InitProducerId and the transaction APIs are checked in `authz_txn`; topic and config administration,
-DeleteRecords, OffsetForLeaderEpoch and OffsetDelete in `authz_admin`. An API registered without an entry in
+DeleteRecords, OffsetForLeaderEpoch and OffsetDelete in `authz_admin`; the admin APIs of tools (log dirs,
+producers, markers, elections, reassignments) in `authz_tools`. An API registered without an entry in
 `CHECKS` is refused to anyone but `super.users` by closing the connection (docs/differences.md 49): deny by
 default rather than an unchecked door. Every API served today has its entry.
 """
@@ -31,7 +32,7 @@ from typing import Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import authz_admin, authz_txn
+from groupcoord.server.apis import authz_admin, authz_tools, authz_txn
 from groupcoord.server.apis.authz_common import (
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -454,6 +455,12 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.DESCRIBE_CONFIGS: authz_admin.describe_configs,
     ApiKey.ALTER_CONFIGS: authz_admin.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: authz_admin.incremental_alter_configs,
+    ApiKey.DESCRIBE_LOG_DIRS: authz_tools.describe_log_dirs,
+    ApiKey.DESCRIBE_PRODUCERS: authz_tools.describe_producers,
+    ApiKey.WRITE_TXN_MARKERS: authz_tools.write_txn_markers,
+    ApiKey.ELECT_LEADERS: authz_tools.elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: authz_tools.alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: authz_tools.list_partition_reassignments,
 }
 
 

@@ -4,6 +4,7 @@ supply every topic's defaults through the topic configs' synonyms."""
 
 from __future__ import annotations
 
+from groupcoord.server.configs.listener_defs import LISTENER_DEFS
 from groupcoord.server.configs.topic_defs import COMPRESSION_TYPES
 from groupcoord.server.configs.types import (
     INT_MAX,
@@ -408,4 +409,6 @@ _DEFS = (
 )
 
 #: name -> definition, in the order DescribeConfigs lists them
-BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in sorted(_DEFS, key=lambda d: d.name)}
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d for d in sorted(_DEFS + LISTENER_DEFS, key=lambda d: d.name)
+}

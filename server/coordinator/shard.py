@@ -92,6 +92,11 @@ class GroupCoordinatorShard:
         """Offsets removed by OffsetDelete since this shard started (Kafka's `offset-deletion-count`)."""
         return self.offset_manager.deleted_count
 
+    def groups_with_pending_transaction(self, producer_id: int) -> list[str]:
+        """The groups holding pending transactional offsets of `producer_id`: what an operator's marker for
+        `__consumer_offsets` (WriteTxnMarkers) completes."""
+        return [g for g, by_pid in self.offset_manager.txn.pending.items() if producer_id in by_pid]
+
     # ============================================================================= group requests
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:

@@ -24,7 +24,7 @@ import logging
 import os
 import struct
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from groupcoord.protocol.errors import ErrorCode
@@ -47,7 +47,12 @@ from groupcoord.server.log.logstate import read_log_state, recover_swaps, write_
 from groupcoord.server.log.producer_state import ProducerStateManager
 from groupcoord.server.log.records import check_keys
 from groupcoord.server.log.segment import DiskFile, MemoryFile, Segment, segment_name, wall_ms
-from groupcoord.server.log.txn_state import PartitionTxnState, control_batch, control_type
+from groupcoord.server.log.txn_state import (
+    PartitionTxnState,
+    control_batch,
+    control_coordinator_epoch,
+    control_type,
+)
 
 log = logging.getLogger(__name__)
 
@@ -265,13 +270,19 @@ class PartitionLog:
                 path.unlink()
         for h in self.iter_headers(min(start, txn_start)):
             if h.last_offset >= start:
-                self.producers.update(h, h.base_offset)
+                self.producers.update(h, h.base_offset, self._read_control(h, control_coordinator_epoch))
             if h.last_offset >= txn_start and h.is_transactional:
                 self.txns.on_batch(h, self._marker_type(h) if h.is_control else -1)
 
     def _marker_type(self, h: BatchHeader) -> int:
+        return self._read_control(h, control_type)
+
+    def _read_control(self, h: BatchHeader, field: Callable[[bytes], int]) -> int:
+        """A field of a stored control batch's marker (type, coordinator epoch); -1 for other batches."""
+        if not h.is_control:
+            return -1
         seg = self.segments[bisect_right(self.bases, h.base_offset) - 1]
-        return control_type(seg.data.pread(h.size, h.position))
+        return field(seg.data.pread(h.size, h.position))
 
     def state_snapshot(self) -> dict:
         """Producer (idempotence) and transaction state as of the log end, for `producer_state.json`."""
@@ -384,7 +395,9 @@ class PartitionLog:
             log.error("%s-%d: %s", self.topic, self.partition, self.offline_reason)
             raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self.offline_reason) from e
         self.next_offset = next_offset
-        self.producers.update(h, base)
+        self.producers.update(
+            h, base, control_coordinator_epoch(memoryview(blob)[: h.size]) if h.is_control else -1
+        )
         if h.is_transactional:
             kind = control_type(memoryview(blob)[: h.size]) if h.is_control else -1
             self.txns.on_batch(dataclasses.replace(h, base_offset=base), kind)

@@ -42,6 +42,10 @@ class ProducerEntry:
     producer_id: int
     epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+    #: the max timestamp of its last batch or marker, and the coordinator epoch of its last marker (-1: none),
+    #: as Kafka's ProducerStateEntry keeps them for DescribeProducers
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -101,18 +105,26 @@ class ProducerStateManager:
             )
         return None
 
-    def update(self, header: BatchHeader, base_offset: int) -> None:
-        """Record an appended batch (also used to replay stored batches at recovery: no checks)."""
+    def update(self, header: BatchHeader, base_offset: int, coordinator_epoch: int = -1) -> None:
+        """Record an appended batch (also used to replay stored batches at recovery: no checks);
+        `coordinator_epoch` is a marker's (its control record's value), unknown (-1) for other batches."""
         if not header.has_producer_id:
             return
         entry = self.producers.get(header.producer_id)
         if header.is_control:  # a transaction marker: it may carry a bumped epoch, never a sequence
             if entry is None or header.producer_epoch > entry.epoch:
-                self.producers[header.producer_id] = ProducerEntry(header.producer_id, header.producer_epoch)
+                entry = ProducerEntry(header.producer_id, header.producer_epoch)
+                self.producers[header.producer_id] = entry
+            entry.last_timestamp = header.max_timestamp
+            entry.coordinator_epoch = coordinator_epoch
             return
         if entry is None or header.producer_epoch != entry.epoch:
+            old = entry
             entry = ProducerEntry(header.producer_id, header.producer_epoch)
+            if old is not None:
+                entry.coordinator_epoch = old.coordinator_epoch
             self.producers[header.producer_id] = entry
+        entry.last_timestamp = header.max_timestamp
         entry.batches.append(
             BatchMetadata(
                 header.base_sequence,
@@ -132,6 +144,8 @@ class ProducerStateManager:
                     "id": e.producer_id,
                     "epoch": e.epoch,
                     "batches": [[b.first_seq, b.last_seq, b.first_offset, b.last_offset] for b in e.batches],
+                    "ts": e.last_timestamp,
+                    "ce": e.coordinator_epoch,
                 }
                 for e in self.producers.values()
             ],
@@ -142,6 +156,7 @@ class ProducerStateManager:
         m = cls()
         for p in snap["producers"]:
             e = ProducerEntry(int(p["id"]), int(p["epoch"]))
+            e.last_timestamp, e.coordinator_epoch = int(p.get("ts", -1)), int(p.get("ce", -1))
             for fs, ls, fo, lo in p["batches"]:
                 e.batches.append(BatchMetadata(int(fs), int(ls), int(fo), int(lo)))
             m.producers[e.producer_id] = e

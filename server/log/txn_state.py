@@ -95,6 +95,22 @@ def control_type(batch: bytes | memoryview) -> int:
         return -1
 
 
+def control_coordinator_epoch(batch: bytes | memoryview) -> int:
+    """The coordinator epoch of a control batch's marker (its first record's value), -1 if unreadable."""
+    try:
+        pos = HEADER_SIZE
+        pos = _skip_varint(batch, pos)  # record length
+        pos += 1  # attributes
+        pos = _skip_varint(batch, pos)  # timestamp delta
+        pos = _skip_varint(batch, pos)  # offset delta
+        pos = _skip_varint(batch, pos) + 4  # key length, key (version, type)
+        pos = _skip_varint(batch, pos)  # value length
+        _, epoch = struct.unpack_from(">hi", batch, pos)
+        return epoch
+    except (IndexError, struct.error):
+        return -1
+
+
 def _skip_varint(buf: bytes | memoryview, pos: int) -> int:
     while buf[pos] & 0x80:
         pos += 1

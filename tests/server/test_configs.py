@@ -100,7 +100,8 @@ def test_retention_ms_follows_the_broker_synonyms_in_kafkas_order() -> None:
 
 def test_broker_entries_are_read_only_unless_dynamic() -> None:
     static = static_broker_values(ServerConfig(node_id=3, log_retention_hours=24))
-    assert static == {"node.id": "3", "log.retention.hours": "24"}
+    # the --host/--port shorthand is Kafka's one PLAINTEXT listener
+    assert static == {"node.id": "3", "log.retention.hours": "24", "listeners": "PLAINTEXT://127.0.0.1:9092"}
     layers = BrokerLayers({"log.retention.hours": "12"}, {}, static)
     node = broker_entry(BROKER_CONFIGS["node.id"], layers)
     assert (node.value, node.source, node.read_only) == ("3", ConfigSource.STATIC_BROKER_CONFIG, True)
