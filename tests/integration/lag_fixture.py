@@ -31,7 +31,7 @@ async def lagging_group(bootstrap: str, topic: str, group: str) -> AIOKafkaConsu
         group_id=group,
         client_id=f"{group}-client",
         enable_auto_commit=False,
-        session_timeout_ms=6000,
+        session_timeout_ms=30000,  # a loaded machine may delay heartbeats by seconds: never time the member out
         heartbeat_interval_ms=500,
     )
     await consumer.start()
