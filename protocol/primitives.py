@@ -43,31 +43,38 @@ def r_exact(io: BinaryIO, n: int) -> bytes:
 
 
 def r_i8(io: BinaryIO) -> int:
-    return _S_I8.unpack(io.read(1))[0]  # a short read raises struct.error
+    v: int = _S_I8.unpack(io.read(1))[0]  # a short read raises struct.error
+    return v
 
 
 def r_i16(io: BinaryIO) -> int:
-    return _S_I16.unpack(io.read(2))[0]  # a short read raises struct.error
+    v: int = _S_I16.unpack(io.read(2))[0]  # a short read raises struct.error
+    return v
 
 
 def r_u16(io: BinaryIO) -> int:
-    return _S_U16.unpack(io.read(2))[0]  # a short read raises struct.error
+    v: int = _S_U16.unpack(io.read(2))[0]  # a short read raises struct.error
+    return v
 
 
 def r_i32(io: BinaryIO) -> int:
-    return _S_I32.unpack(io.read(4))[0]  # a short read raises struct.error
+    v: int = _S_I32.unpack(io.read(4))[0]  # a short read raises struct.error
+    return v
 
 
 def r_u32(io: BinaryIO) -> int:
-    return _S_U32.unpack(io.read(4))[0]  # a short read raises struct.error
+    v: int = _S_U32.unpack(io.read(4))[0]  # a short read raises struct.error
+    return v
 
 
 def r_i64(io: BinaryIO) -> int:
-    return _S_I64.unpack(io.read(8))[0]  # a short read raises struct.error
+    v: int = _S_I64.unpack(io.read(8))[0]  # a short read raises struct.error
+    return v
 
 
 def r_f64(io: BinaryIO) -> float:
-    return _S_F64.unpack(io.read(8))[0]  # a short read raises struct.error
+    v: float = _S_F64.unpack(io.read(8))[0]  # a short read raises struct.error
+    return v
 
 
 def r_bool(io: BinaryIO) -> bool:
@@ -339,7 +346,7 @@ RUNTIME_IMPORT = (
 # --- construct classes ------------------------------------------------------------------------------------
 
 
-class Scalar(Construct):
+class Scalar(Construct):  # type: ignore[misc]  # construct ships no type hints: Construct is Any
     """A leaf primitive: one reader and one writer function by name."""
 
     def __init__(self, name: str, reader: str, writer: str, default: Any) -> None:
@@ -370,7 +377,7 @@ class Scalar(Construct):
         return f"<{self.kafka_name}>"
 
 
-class Array(Construct):
+class Array(Construct):  # type: ignore[misc]  # construct ships no type hints: Construct is Any
     """Kafka array (int32 count, or unsigned varint count+1 when compact); parses to a tuple, None for null."""
 
     def __init__(self, subcon: Construct, nullable: bool, compact: bool) -> None:

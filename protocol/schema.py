@@ -139,7 +139,8 @@ def _finish(cls: type[T]) -> type[T]:
     setattr(cls, UNKNOWN_TAGS, dataclasses.field(default=(), repr=False, compare=True))
     dc = dataclasses.dataclass(frozen=True, slots=True)(cls)
     specs: list[FieldSpec] = []
-    for fld in dataclasses.fields(dc):
+    # mypy cannot see that dataclass() made type[T] a dataclass type
+    for fld in dataclasses.fields(dc):  # type: ignore[arg-type]
         if fld.name == UNKNOWN_TAGS:
             continue
         decl: _Decl | None = fld.metadata.get("kafka")
@@ -163,7 +164,7 @@ def _finish(cls: type[T]) -> type[T]:
     return dc
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(f,))
+@dataclass_transform(frozen_default=True)
 def struct(cls: type[T]) -> type[T]:
     """A nested struct (array element) or a standalone payload."""
     return _finish(cls)
@@ -178,7 +179,7 @@ class MessageMeta:
     flexible: Versions
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(f,))
+@dataclass_transform(frozen_default=True)
 def message(api_key: int, kind: str, valid: str, flexible: str) -> Callable[[type[T]], type[T]]:
     """A top-level request, response or header. `kind` is "request", "response" or "header"."""
 
@@ -216,7 +217,7 @@ def _construct_for(typ: Any, spec: FieldSpec, version: int, flexible: bool) -> C
 _SIMPLE_LITERAL = (int, str, bytes, bool, type(None))
 
 
-class Record(Construct):
+class Record(Construct):  # type: ignore[misc]  # construct ships no type hints: Construct is Any
     """construct's Struct for a Kafka struct at one version: parses to (and builds from) a frozen dataclass."""
 
     def __init__(self, cls: type, version: int, flexible: bool) -> None:
@@ -247,7 +248,7 @@ class Record(Construct):
         for i, sub in enumerate(self.regular):
             if sub is not None:
                 values[i] = sub._parsereport(stream, context, path)
-        unknown: tuple = ()
+        unknown: tuple[tuple[int, bytes], ...] = ()
         if self.flexible:
             unknown = self.read_tags(stream, values)
         return self.cls(*values, unknown)
@@ -261,7 +262,7 @@ class Record(Construct):
             self.write_tags(obj, stream)
         return obj
 
-    def read_tags(self, stream: BinaryIO, values: list[Any]) -> tuple:
+    def read_tags(self, stream: BinaryIO, values: list[Any]) -> tuple[tuple[int, bytes], ...]:
         n = r_uvarint(stream)
         unknown: list[tuple[int, bytes]] = []
         last = -1
@@ -382,7 +383,7 @@ class Record(Construct):
 def record(cls: type, version: int, flexible: bool) -> Record:
     """The (uncompiled) Record for a struct at a version; cached on the class."""
     key = (version, flexible)
-    cache: dict = cls._records  # type: ignore[attr-defined]
+    cache: dict[tuple[int, bool], Record] = cls._records  # type: ignore[attr-defined]
     rec = cache.get(key)
     if rec is None:
         rec = cache[key] = Record(cls, version, flexible)
@@ -443,7 +444,8 @@ def decode_from(cls: type, stream: _io.BytesIO, version: int, total: int, strict
 
 
 def _decode(cls: type[T], data: bytes, version: int) -> T:
-    return decode_from(cls, _io.BytesIO(data), version, len(data))
+    obj: T = decode_from(cls, _io.BytesIO(data), version, len(data))
+    return obj
 
 
 def _encode(self: Any, version: int) -> bytes:

@@ -41,7 +41,7 @@ class ServerProcess:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def start(self, timeout: float = 20.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         self.starts += 1
         cmd = [
             sys.executable, "-m", "groupcoord.server", "serve",
@@ -72,7 +72,7 @@ class ServerProcess:
         except OSError:
             return ""
 
-    def stop(self, timeout: float = 15.0) -> int:
+    def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM and wait: a clean shutdown flushes the journal and state."""
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0

@@ -3,63 +3,30 @@
 Kafka treats member metadata and assignments as opaque, except that for `consumer` groups it parses the v0
 prefix of the subscription (the topic list) to decide which offsets may expire (spec §6.7). We also decode
 assignments for the journal, and we must never hand a consumer an empty byte string as its assignment, as
-clients cannot decode it. Written locally (not imported from the assignors) so the state machine stays
-self-contained.
+clients cannot decode it. The wire layout is parsed in one place, `protocol/consumer.py`; here is only the
+coordinator's tolerance: anything unparsable is None, never an error.
 """
 
 from __future__ import annotations
 
-import struct
+from groupcoord.protocol.consumer import (
+    EMPTY_ASSIGNMENT,
+    decode_assigned_partitions,
+    decode_subscription_topics,
+)
+from groupcoord.protocol.errors import DecodeError
 
 CONSUMER = "consumer"
 
 #: ConsumerProtocolAssignment v0 with no partitions and null user data.
-EMPTY_CONSUMER_ASSIGNMENT = b"\x00\x00" + b"\x00\x00\x00\x00" + b"\xff\xff\xff\xff"
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-
-
-class _Reader:
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 0
-
-    def i16(self) -> int:
-        (v,) = _I16.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return v
-
-    def i32(self) -> int:
-        (v,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return v
-
-    def string(self) -> str:
-        n = self.i16()
-        if n < 0:
-            raise ValueError("null string")
-        end = self.pos + n
-        if end > len(self.buf):
-            raise ValueError("truncated string")
-        s = self.buf[self.pos : end].decode("utf-8")
-        self.pos = end
-        return s
+EMPTY_CONSUMER_ASSIGNMENT = EMPTY_ASSIGNMENT
 
 
 def subscription_topics(metadata: bytes) -> set[str] | None:
     """Topics of a ConsumerProtocolSubscription (any version: only the v0 prefix is read); None if not parsable."""
     try:
-        r = _Reader(metadata)
-        if r.i16() < 0:
-            return None
-        n = r.i32()
-        if n < 0:
-            return None
-        return {r.string() for _ in range(n)}
-    except (struct.error, ValueError, UnicodeDecodeError):
+        return set(decode_subscription_topics(metadata))
+    except DecodeError:
         return None
 
 
@@ -71,19 +38,7 @@ def assignment_partitions(assignment: bytes) -> list[str] | None:
     if not assignment:
         return []
     try:
-        r = _Reader(assignment)
-        if r.i16() < 0:
-            return None
-        n = r.i32()
-        if n < 0:
-            return None
-        out: list[str] = []
-        for _ in range(n):
-            topic = r.string()
-            k = r.i32()
-            if k < 0:
-                return None
-            out.extend(f"{topic}-{r.i32()}" for _ in range(k))
-        return out
-    except (struct.error, ValueError, UnicodeDecodeError):
+        topics = decode_assigned_partitions(assignment)
+    except DecodeError:
         return None
+    return [f"{tp.topic}-{p}" for tp in topics for p in tp.partitions]

@@ -41,15 +41,15 @@ EVENT_KEYS = (
 )
 
 
-def hb_key(group_id: str, member_id: str) -> tuple:
+def hb_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("heartbeat", group_id, member_id)
 
 
-def join_key(group_id: str) -> tuple:
+def join_key(group_id: str) -> tuple[str, str]:
     return ("join", group_id)
 
 
-def sync_key(group_id: str, generation: int) -> tuple:
+def sync_key(group_id: str, generation: int) -> tuple[str, str, int]:
     return ("sync", group_id, generation)
 
 

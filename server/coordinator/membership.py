@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.consumer import CONSUMER, EMPTY_CONSUMER_ASSIGNMENT
@@ -54,6 +55,12 @@ class ClassicMembership:
         # id_factory(prefix) -> member id; tests inject a deterministic one
         self._new_id = id_factory or (lambda prefix: f"{prefix}-{uuid.uuid4()}")
         self.groups: dict[str, ClassicGroup] = {}
+
+    if TYPE_CHECKING:  # defined by the subclass, GroupMetadataManager, with the JoinGroup handlers
+
+        def _current_join_result(
+            self, g: ClassicGroup, m: Member, leader: str, with_members: bool = True, skip: bool = False
+        ) -> JoinGroupResult: ...
 
     def reschedule_member_heartbeat(self, g: ClassicGroup, m: Member) -> None:
         """Restart a member's session timeout (an accepted heartbeat or offset commit counts as liveness)."""
@@ -352,7 +359,7 @@ class ClassicMembership:
 
     # ======================================================================================== timers
 
-    def on_timer(self, key: tuple, now_ms: int) -> Effects:
+    def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Effects:
         """A timer fired. Timers of replaced/removed members or past generations do nothing; a timer that
         fires before the deadline the machine recorded for its key (early, or a stale firing racing a re-arm)
         is re-armed for that deadline instead of acting."""
@@ -397,7 +404,7 @@ class ClassicMembership:
         else:
             self._complete_join(g)
 
-    def _expire_heartbeat(self, g: ClassicGroup, key: tuple) -> None:
+    def _expire_heartbeat(self, g: ClassicGroup, key: tuple[Any, ...]) -> None:
         member_id = key[2]
         pending_deadline = g.pending_join_members.get(member_id)
         if pending_deadline is not None:

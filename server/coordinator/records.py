@@ -39,7 +39,7 @@ class GroupRecord:
     value: GroupMetadataValue | None  # None: tombstone
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str]:
         return ("group", self.group_id)
 
 
@@ -60,7 +60,7 @@ class OffsetRecord:
     value: OffsetValue | None  # None: tombstone
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, str, int]:
         return ("offset", self.group_id, self.topic, self.partition)
 
 
@@ -77,7 +77,7 @@ class PendingOffsetRecord:
     value: OffsetValue | None  # None: tombstone (the transaction ended)
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, int, str, int]:
         return ("pending", self.group_id, self.producer_id, self.topic, self.partition)
 
 
@@ -105,7 +105,7 @@ class TxnRecord:
     value: TxnValue | None  # None: tombstone (expired transactional id)
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str]:
         return ("txn", self.transactional_id)
 
 

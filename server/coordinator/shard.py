@@ -18,6 +18,7 @@ stored on the member and handed back in `Effects.replies` when the request compl
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable
+from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, OperationContext
@@ -120,7 +121,7 @@ class GroupCoordinatorShard:
         """Test control: rebalance a Stable/CompletingRebalance group now; returns the state it was in."""
         return self.group_manager.force_rebalance(group_id, reason, now_ms)
 
-    def on_timer(self, key: tuple, now_ms: int) -> Effects:
+    def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Effects:
         return self.group_manager.on_timer(key, now_ms)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:

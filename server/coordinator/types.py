@@ -210,7 +210,7 @@ class ScheduleTimer:
 
     __slots__ = ("deadline_ms", "key")
 
-    def __init__(self, key: tuple, deadline_ms: int) -> None:
+    def __init__(self, key: tuple[Any, ...], deadline_ms: int) -> None:
         self.key = key
         self.deadline_ms = deadline_ms
 
@@ -231,7 +231,7 @@ class CancelTimer:
 
     __slots__ = ("key",)
 
-    def __init__(self, key: tuple) -> None:
+    def __init__(self, key: tuple[Any, ...]) -> None:
         self.key = key
 
     def __repr__(self) -> str:
@@ -244,7 +244,7 @@ class CancelTimer:
 
 
 TimerOp = ScheduleTimer | CancelTimer
-_EMPTY: tuple = ()
+_EMPTY: tuple[()] = ()
 
 
 class Effects:
@@ -260,10 +260,10 @@ class Effects:
     __slots__ = ("after_persist", "events", "records", "replies", "timers")
 
     def __init__(self) -> None:
-        self.replies: list[tuple[Hashable, Any]] | tuple = _EMPTY
-        self.timers: list[TimerOp] | tuple = _EMPTY
-        self.records: list[Record] | tuple = _EMPTY
-        self.events: list[dict] | tuple = _EMPTY
+        self.replies: list[tuple[Hashable, Any]] | tuple[()] = _EMPTY
+        self.timers: list[TimerOp] | tuple[()] = _EMPTY
+        self.records: list[Record] | tuple[()] = _EMPTY
+        self.events: list[dict[str, Any]] | tuple[()] = _EMPTY
         self.after_persist: Callable[[bool, int], Effects] | None = None
 
     def reply(self, token: Hashable, result: Any) -> None:
@@ -281,7 +281,7 @@ class Effects:
             self.records = []
         self.records.append(rec)  # type: ignore[union-attr]
 
-    def event(self, ev: dict) -> None:
+    def event(self, ev: dict[str, Any]) -> None:
         if self.events is _EMPTY:
             self.events = []
         self.events.append(ev)  # type: ignore[union-attr]

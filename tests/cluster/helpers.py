@@ -30,7 +30,7 @@ async def lease_counts(url: str) -> dict[int, int]:
     return {r[0]: r[1] for r in rows}
 
 
-async def wait_balanced(url: str, nodes: list[int], shards: int = 50, timeout: float = 30) -> dict[int, int]:
+async def wait_balanced(url: str, nodes: list[int], shards: int = 50, timeout: float = 60) -> dict[int, int]:
     """Until every shard is held and each of `nodes` holds its share (no handover still to come)."""
     deadline = time.monotonic() + timeout
     while True:

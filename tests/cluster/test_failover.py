@@ -40,7 +40,7 @@ async def test_a_stable_group_survives_the_kill_of_its_coordinator_without_a_reb
     )  # default session.timeout.ms (10 s) and heartbeat.interval.ms (3 s)
     await c.start()
     try:
-        await wait_for(lambda: len(c.assignment()) == 2, 30, "the consumer to own both partitions")
+        await wait_for(lambda: len(c.assignment()) == 2, 60, "the consumer to own both partitions")
         await c.commit({TopicPartition("orders", p): 40 + p for p in range(2)})
         coordinator = c._coordinator
         gen, member, owner = coordinator.generation, coordinator.member_id, coordinator.coordinator_id
@@ -50,7 +50,7 @@ async def test_a_stable_group_survives_the_kill_of_its_coordinator_without_a_reb
         killed = time.monotonic()
         heartbeats.ok = 0
         # a successful heartbeat: some other node knows the member at its generation, no rebalance pending
-        await wait_for(lambda: heartbeats.ok >= 1, 30, "a heartbeat answered by the new coordinator")
+        await wait_for(lambda: heartbeats.ok >= 1, 60, "a heartbeat answered by the new coordinator")
         took = time.monotonic() - killed
         assert coordinator.coordinator_id not in (None, owner)
         assert (coordinator.generation, coordinator.member_id) == (gen, member)
@@ -58,7 +58,7 @@ async def test_a_stable_group_survives_the_kill_of_its_coordinator_without_a_reb
         # the acknowledged commits are served by the new coordinator
         for p in range(2):
             assert await c.committed(TopicPartition("orders", p)) == 40 + p
-        await wait_for(lambda: heartbeats.ok >= 3, 30, "more heartbeats at the same generation")
+        await wait_for(lambda: heartbeats.ok >= 3, 60, "more heartbeats at the same generation")
         assert coordinator.generation == gen
         print(f"failover: first successful heartbeat {took:.2f}s after kill -9")
     finally:
@@ -84,13 +84,13 @@ async def test_a_paused_owner_cannot_write_after_another_node_took_its_shard(
         old.proc.send_signal(signal.SIGSTOP)
         try:
             raw_commit(sock, group, "t", 2, 2)  # waits in the paused node's socket buffer
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while await shard_owner(pg_url, shard_of(group, 50)) != other:
                 assert time.monotonic() < deadline, "the other node did not take the shard over"
                 await asyncio.sleep(0.2)
             new = nodes[other]
             with socket.create_connection((new.host, new.port), timeout=30) as sock2:
-                deadline = time.monotonic() + 30
+                deadline = time.monotonic() + 60
                 while True:  # LOAD_IN_PROGRESS until the shard is replayed
                     raw_commit(sock2, group, "t", 3, 3)
                     if read_commit_error(sock2) == ErrorCode.NONE:
@@ -122,18 +122,19 @@ async def test_a_group_killed_mid_rebalance_with_its_coordinator_completes_the_r
     first, second = consumer(), consumer()
     await first.start()
     try:
-        await wait_for(lambda: len(first.assignment()) == 4, 30, "the first member to own all partitions")
+        await wait_for(lambda: len(first.assignment()) == 4, 60, "the first member to own all partitions")
         await first.commit({TopicPartition("jobs", p): 10 + p for p in range(4)})
         gen = first._coordinator.generation
         await second.start()  # its JoinGroup parks until the first member rejoins: a rebalance is on
 
         def rebalancing() -> bool:  # the coordinator logs every state change
+            # the whole log: .log() is its tail, which a busy node's lease lines can push the change out of
             return any(
                 group in line and "PreparingRebalance" in line and "state_to" in line
-                for line in nodes[owner].log().splitlines()
+                for line in nodes[owner].log_path.read_text(errors="replace").splitlines()
             )
 
-        await wait_for(rebalancing, 30, "the group to start rebalancing", step=0.02)
+        await wait_for(rebalancing, 60, "the group to start rebalancing", step=0.02)
         nodes[owner].kill()
         tps = {TopicPartition("jobs", p) for p in range(4)}
 
@@ -141,7 +142,7 @@ async def test_a_group_killed_mid_rebalance_with_its_coordinator_completes_the_r
             a, b = first.assignment(), second.assignment()
             return bool(a) and bool(b) and not a & b and a | b == tps
 
-        await wait_for(settled, 60, "both members to share the four partitions after the failover")
+        await wait_for(settled, 120, "both members to share the four partitions after the failover")
         assert first._coordinator.generation > gen
         for p in range(4):
             assert await second.committed(TopicPartition("jobs", p)) == 10 + p
@@ -160,13 +161,13 @@ async def test_a_planned_stop_of_the_coordinator_hands_the_group_over_without_a_
     )  # fmt: skip
     await c.start()
     try:
-        await wait_for(lambda: len(c.assignment()) == 2, 30, "the consumer to own both partitions")
+        await wait_for(lambda: len(c.assignment()) == 2, 60, "the consumer to own both partitions")
         coordinator = c._coordinator
         gen, owner = coordinator.generation, coordinator.coordinator_id
         heartbeats = HeartbeatCounter(c)
         assert nodes[owner].stop() == 0  # SIGTERM: leases released before the process exits
         heartbeats.ok = 0
-        await wait_for(lambda: heartbeats.ok >= 2, 30, "heartbeats answered by the next coordinator")
+        await wait_for(lambda: heartbeats.ok >= 2, 60, "heartbeats answered by the next coordinator")
         assert coordinator.coordinator_id not in (None, owner)
         assert coordinator.generation == gen and len(c.assignment()) == 2
     finally:

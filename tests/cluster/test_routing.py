@@ -37,7 +37,7 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
             # each node's owner map is refreshed every lease tick (500 ms): until then a shard that just
             # moved may be answered COORDINATOR_NOT_AVAILABLE, which clients retry
             wait_for_sync(
-                lambda e=expected: answers() == e, 10, f"node {node_id} to name every group's owner"
+                lambda e=expected: answers() == e, 60, f"node {node_id} to name every group's owner"
             )
             old = c.request(10, 1, FindCoordinatorRequest(key=groups[0], key_type=0))
             assert (old.error_code, old.node_id) == (ErrorCode.NONE, owners[groups[0]])
@@ -55,7 +55,7 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
     try:
         wait_for_sync(
             lambda: {b.node_id for b in c.request(3, 9, MetadataRequest(topics=())).brokers} == {1, 2},
-            10,
+            60,
             "node 3 to leave node 1's Metadata",
         )
     finally:

@@ -420,7 +420,7 @@ class ConfluentMember:
     def committed(self, tps: list[TopicPartitionKey]) -> dict[TopicPartitionKey, tuple[int, str | None]]:
         from confluent_kafka import TopicPartition
 
-        got = self._t.call(lambda c: c.committed([TopicPartition(t, p) for t, p in tps], timeout=10))
+        got = self._t.call(lambda c: c.committed([TopicPartition(t, p) for t, p in tps], timeout=60))
         return {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in got}
 
     def close(self) -> None:

@@ -168,7 +168,7 @@ async def test_slow_senders_are_closed_and_idle_connections_expire(server_factor
     slow = Slowloris(srv.host, srv.port, count=200, every=0.5)
     slow.start()
     try:
-        await wait_for(lambda: slow.closed == 200, 20, "the server to close all 200 slow senders")
+        await wait_for(lambda: slow.closed == 200, 60, "the server to close all 200 slow senders")
         await hold(group, 1)
         assert not await asyncio.to_thread(held_open, idle, 10), (
             "an idle connection outlived the idle timeout"
@@ -200,7 +200,7 @@ async def test_a_connection_flood_from_one_address_is_capped_per_ip(server_facto
             return counts[-1] == 50
 
         # the server may still be working through its accept queue: the count settles at the cap
-        await wait_for(capped, 20, "the open flood connections to settle at 50")
+        await wait_for(capped, 60, "the open flood connections to settle at 50")
         print(f"\nflood connections still open after each check: {counts}")
         await hold(group, SESSION_MS / 1000)
         # other addresses are not limited by the flooder's count
@@ -220,8 +220,14 @@ async def test_max_connections_closes_connections_beyond_the_total(server_factor
         assert not await asyncio.to_thread(held_open, extra, 5), "a sixth connection was kept"
         assert all(await asyncio.to_thread(lambda: [held_open(s, 0.05) for s in socks]))
         socks.pop().close()
-        await asyncio.sleep(0.3)  # the server sees the close
-        assert await asyncio.to_thread(api_versions_ok, srv.host, srv.port), "a freed slot was not reusable"
+
+        def reusable() -> bool:  # once the server has seen the close; until then it closes the newcomer
+            try:
+                return api_versions_ok(srv.host, srv.port)
+            except OSError:
+                return False
+
+        await wait_for(reusable, 60, "the freed slot to be reusable")
     finally:
         extra.close()
         for s in socks:
@@ -237,7 +243,7 @@ async def test_a_never_reader_stalled_past_the_idle_timeout_is_dropped_and_its_s
     stalled.start()
     try:
         await wait_for(
-            lambda: "idle for more than connections.max.idle.ms" in full_log(srv), 20, "the idle close"
+            lambda: "idle for more than connections.max.idle.ms" in full_log(srv), 60, "the idle close"
         )
 
         def slot_free() -> bool:
@@ -245,7 +251,7 @@ async def test_a_never_reader_stalled_past_the_idle_timeout_is_dropped_and_its_s
             with socket.create_connection((srv.host, srv.port), source_address=("127.0.0.2", 0)) as s:
                 return held_open(s, 0.3)
 
-        await wait_for(lambda: slot_free(), 10, "127.0.0.2's only connection slot to be free again")
+        await wait_for(lambda: slot_free(), 60, "127.0.0.2's only connection slot to be free again")
     finally:
         stalled.stop()
 

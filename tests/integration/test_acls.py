@@ -103,7 +103,7 @@ def consume_and_commit(port: int, user: str, password: str, group: str) -> int:
         )
         await consumer.start()
         try:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while not consumer.assignment() and time.monotonic() < deadline:
                 await consumer.getmany(timeout_ms=200)
             await consumer.commit({TopicPartition("secure", 0): 5})

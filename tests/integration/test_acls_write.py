@@ -88,7 +88,7 @@ def end_offset(port: int, topic: str) -> int:
 
     c = Consumer({**sasl(port, "admin"), "group.id": "watermarks"})
     try:
-        return int(c.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)[1])
+        return int(c.get_watermark_offsets(TopicPartition(topic, 0), timeout=60)[1])
     finally:
         c.close()
 
@@ -267,7 +267,7 @@ def test_topic_admin_is_answered_per_topic_with_kafkas_codes(secure: SecureServe
             admin.describe_configs([res])[res].result(15)
         assert denied.value.args[0].code() == code
     super_admin = AdminClient(sasl(secure.sasl_plain, "admin"))
-    assert "orders" in super_admin.list_topics(timeout=15).topics
+    assert "orders" in super_admin.list_topics(timeout=60).topics
     assert super_admin.describe_configs([topic_cfg])[topic_cfg].result(15)
 
 

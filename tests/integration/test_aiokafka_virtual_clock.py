@@ -90,7 +90,7 @@ async def test_killed_consumer_expires_when_its_session_timeout_passes_and_the_r
     try:
         line = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 30)  # type: ignore[union-attr]
         assert line.strip() == "assigned"
-        await wait_for(lambda: 0 < len(owned(survivor)) < 4, 20, "the survivor to share the partitions")
+        await wait_for(lambda: 0 < len(owned(survivor)) < 4, 60, "the survivor to share the partitions")
         view = await groupcoord.wait_group("g-kill", members=2)
         child_id = next(m.member_id for m in view.members if m.member_id != survivor._coordinator.member_id)
         child.kill()  # no LeaveGroup: only the session timeout can remove it
@@ -125,7 +125,7 @@ async def test_static_member_restarted_inside_its_session_timeout_causes_no_reba
         b2 = consumer(bootstrap, "s", "g-static", group_instance_id="b", session_timeout_ms=10000)
         await b2.start()
         await wait_for(
-            lambda: owned(b2) == b_parts, 20, "the restarted static member to get its partitions back"
+            lambda: owned(b2) == b_parts, 60, "the restarted static member to get its partitions back"
         )
         view = groupcoord.describe("g-static")
         assert (view.state, view.generation, len(view.members)) == ("Stable", gen, 2)

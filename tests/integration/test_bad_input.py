@@ -169,11 +169,11 @@ async def check_unaffected(steady: Steady, before: tuple[Any, ...], events_befor
     admin = AIOKafkaAdminClient(bootstrap_servers=server.bootstrap)
     await admin.start()
     try:
-        listed = await asyncio.wait_for(admin.list_consumer_groups(), 15)
+        listed = await asyncio.wait_for(admin.list_consumer_groups(), 60)
         assert [g[0] for g in listed] == [GROUP]  # nothing the bad input named was created
-        described = (await asyncio.wait_for(admin.describe_consumer_groups([GROUP]), 15))[0].groups[0]
+        described = (await asyncio.wait_for(admin.describe_consumer_groups([GROUP]), 60))[0].groups[0]
         assert described[2] == "Stable" and len(described[5]) == 2
-        assert await asyncio.wait_for(admin.list_consumer_group_offsets(GROUP), 15) == {}  # nothing committed
+        assert await asyncio.wait_for(admin.list_consumer_group_offsets(GROUP), 60) == {}  # nothing committed
     finally:
         await admin.close()
 
@@ -193,7 +193,7 @@ async def baseline(steady: Steady) -> tuple[tuple[Any, ...], int]:
             and {events[-1]["generation"]} == generations
         )
 
-    await wait_for(stable_logged, 5, "the journal to record the steady group")
+    await wait_for(stable_logged, 60, "the journal to record the steady group")
     return await steady.snapshot(), len(steady.group_events())
 
 
@@ -426,7 +426,7 @@ async def test_a_burst_of_bad_connections_at_once(server_factory) -> None:
             try:
                 writer.write(data)
                 await writer.drain()
-                return await asyncio.wait_for(reader.read(1), 10) == b""
+                return await asyncio.wait_for(reader.read(1), 60) == b""
             except (ConnectionResetError, BrokenPipeError):
                 return True
             finally:

@@ -64,7 +64,7 @@ def cf_admin(server) -> AdminClient:  # type: ignore[no-untyped-def]
 
 
 def cf_describe(admin: AdminClient, resource: ConfigResource) -> dict:
-    return admin.describe_configs([resource], request_timeout=10)[resource].result(timeout=15)
+    return admin.describe_configs([resource], request_timeout=10)[resource].result(timeout=60)
 
 
 def describe_raw(raw: RawClient, version: int, rtype: int, name: str, keys=None, **kw):  # type: ignore[no-untyped-def]
@@ -80,7 +80,7 @@ def test_quixstreams_style_describe_of_retention_on_every_topic_used(groupcoord_
     """quixstreams cannot start without this call: retention.ms and retention.bytes of each topic."""
     topic = unique("qx-in")  # a shared server keeps other tests' topics
     a = cf_admin(groupcoord_server)
-    a.create_topics([CfNewTopic(topic, 2, 1)])[topic].result(timeout=15)
+    a.create_topics([CfNewTopic(topic, 2, 1)])[topic].result(timeout=60)
     configs = cf_describe(a, ConfigResource("topic", topic))
     assert configs["retention.ms"].value == "604800000"
     assert configs["retention.bytes"].value == "-1"
@@ -143,7 +143,7 @@ def test_broker_configs_are_static_read_only_or_dynamic(server_factory) -> None:
         [ConfigResource("broker", "0", incremental_configs=[ConfigEntry("node.id", "5", incremental_operation=AlterConfigOpType.SET)])]
     )  # fmt: skip
     with pytest.raises(KafkaException, match="Cannot update these configs dynamically"):
-        next(iter(refused.values())).result(timeout=15)
+        next(iter(refused.values())).result(timeout=60)
 
 
 # ------------------------------------------------------------------------------- altering, durably
@@ -152,12 +152,12 @@ def test_broker_configs_are_static_read_only_or_dynamic(server_factory) -> None:
 @pytest.mark.owns_server
 def test_incremental_alter_set_delete_append_subtract_survive_a_restart(groupcoord_server) -> None:
     a = cf_admin(groupcoord_server)
-    a.create_topics([CfNewTopic("inc", 1, 1)])["inc"].result(timeout=15)
+    a.create_topics([CfNewTopic("inc", 1, 1)])["inc"].result(timeout=60)
     res = ConfigResource("topic", "inc")
 
     def alter(*entries: ConfigEntry) -> None:
         r = ConfigResource("topic", "inc", incremental_configs=list(entries))
-        a.incremental_alter_configs([r])[r].result(timeout=15)
+        a.incremental_alter_configs([r])[r].result(timeout=60)
 
     alter(
         ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
@@ -174,7 +174,7 @@ def test_incremental_alter_set_delete_append_subtract_survive_a_restart(groupcoo
     bad = ConfigResource("topic", "inc", incremental_configs=[
         ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
     with pytest.raises(KafkaException, match="Not a number of type LONG"):
-        a.incremental_alter_configs([bad])[bad].result(timeout=15)
+        a.incremental_alter_configs([bad])[bad].result(timeout=60)
     groupcoord_server.restart()
     a = cf_admin(groupcoord_server)
     configs = cf_describe(a, res)
@@ -186,7 +186,7 @@ def test_incremental_alter_set_delete_append_subtract_survive_a_restart(groupcoo
 @pytest.mark.owns_server
 def test_a_cluster_default_feeds_every_topic_and_survives_a_restart(groupcoord_server) -> None:
     a = cf_admin(groupcoord_server)
-    a.create_topics([CfNewTopic("bd", 1, 1)])["bd"].result(timeout=15)
+    a.create_topics([CfNewTopic("bd", 1, 1)])["bd"].result(timeout=60)
     # confluent-kafka and kafka-python refuse an empty broker name (the cluster-wide default): raw frames
     raw = RawClient(groupcoord_server.host, groupcoord_server.port)
     try:
@@ -318,7 +318,7 @@ def test_create_topics_validate_only_checks_values_and_creates_nothing(groupcoor
 
 def test_describe_cluster_reports_the_node_and_cluster_operations(groupcoord_server) -> None:
     a = cf_admin(groupcoord_server)
-    desc = a.describe_cluster(include_authorized_operations=True, request_timeout=10).result(timeout=15)
+    desc = a.describe_cluster(include_authorized_operations=True, request_timeout=10).result(timeout=60)
     assert desc.cluster_id == "groupcoord-cluster" and desc.controller.id == 0
     # the advertised address: 127.0.0.1 locally, the compose service name (coordinator) in compose
     assert [(n.id, n.host, n.port) for n in desc.nodes] == [
@@ -358,7 +358,7 @@ async def test_offset_delete_refuses_subscribed_topics_until_the_group_is_empty(
     finally:
         await consumer.stop()
     await wait_for(
-        lambda: kp.describe_groups([group])[group]["group_state"] == "Empty", 20, "the group to be Empty"
+        lambda: kp.describe_groups([group])[group]["group_state"] == "Empty", 60, "the group to be Empty"
     )
     result = kp.delete_group_offsets(group, [TopicPartition(topic, 0)])
     assert [e.errno for e in result.values()] == [0], result

@@ -68,7 +68,7 @@ def test_confluent_list_topics_lists_every_topic(groupcoord_server) -> None:
     orders, payments = unique("lt-orders"), unique("lt-payments")  # a shared server keeps other tests' topics
     admin = admin_client(groupcoord_server.bootstrap)
     create_topics(admin, {orders: 4, payments: 1})
-    md = admin.list_topics(timeout=15)
+    md = admin.list_topics(timeout=60)
     assert {orders, payments} <= set(md.topics)
     assert len(md.topics[orders].partitions) == 4
     assert md.topics[orders].error is None

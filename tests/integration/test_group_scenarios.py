@@ -83,7 +83,7 @@ def first_removal(data_dir, group: str) -> str:  # type: ignore[no-untyped-def]
     def removed() -> list[dict]:
         return [e for e in journal_events(data_dir, group) if e["event"] == "member_removed"]
 
-    wait_for_sync(lambda: bool(removed()), 5, f"a member_removed event for {group} in the journal")
+    wait_for_sync(lambda: bool(removed()), 60, f"a member_removed event for {group} in the journal")
     return removed()[0]["reason"]
 
 
@@ -151,7 +151,7 @@ def test_clean_leave_rebalances_the_rest(groupcoord_server, client) -> None:
         settled(server, "g-leave", members[:2], everything, timeout=20)
         # a LeaveGroup rebalances at once; waiting out the 6 s session timeout would mean it was ignored
         assert time.monotonic() - left_at < 5.0
-        wait_for_sync(lambda: stable_generation(server.data_dir, "g-leave") > before, 5, "a new generation")
+        wait_for_sync(lambda: stable_generation(server.data_dir, "g-leave") > before, 60, "a new generation")
         if client_before is not None:
             assert members[0].generation() > client_before
     finally:
@@ -175,7 +175,7 @@ def test_killed_consumer_expires_after_session_timeout_and_the_rest_rebalance(
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "assigned"
-        wait_for_sync(lambda: 0 < len(survivor.owned()) < 4, 20, "the survivor to share the partitions")
+        wait_for_sync(lambda: 0 < len(survivor.owned()) < 4, 60, "the survivor to share the partitions")
         child.kill()  # SIGKILL: no LeaveGroup, only the session timeout can remove it
         child.wait(10)
         killed_at = time.monotonic()
@@ -210,14 +210,14 @@ def test_static_member_restarted_inside_its_session_timeout_causes_no_rebalance(
         b.close()  # a static member sends no LeaveGroup
         b2 = client.consumer(bootstrap, "s", "g-static", instance="b", session_timeout_ms=10000)
         wait_for_sync(
-            lambda: b2.owned() == b_parts, 20, "the restarted static member to get its partitions back"
+            lambda: b2.owned() == b_parts, 60, "the restarted static member to get its partitions back"
         )
 
         def rejoined() -> list[dict]:
             events = journal_events(server.data_dir, "g-static")
             return [e for e in events if e["event"] == "static_rejoin" and e["group_instance_id"] == "b"]
 
-        wait_for_sync(lambda: bool(rejoined()), 5, "the static_rejoin journal event")
+        wait_for_sync(lambda: bool(rejoined()), 60, "the static_rejoin journal event")
         time.sleep(1.5)  # a rebalance, had there been one, would have bumped the generation by now
         if a.generation() is not None:
             assert a.generation() == gen
@@ -249,7 +249,7 @@ def test_commits_are_fetched_back(groupcoord_server, client) -> None:
     tps = [(topic, 0), (topic, 1)]
     c1 = client.consumer(bootstrap, topic, group)
     try:
-        wait_for_sync(lambda: len(c1.owned()) == 2, 20, "assignment")
+        wait_for_sync(lambda: len(c1.owned()) == 2, 60, "assignment")
         c1.commit({(topic, 0): (42, "meta-0"), (topic, 1): (7, "")})
         got = c1.committed(tps)
         assert (got[(topic, 0)][0], got[(topic, 1)][0]) == (42, 7)
@@ -274,7 +274,7 @@ def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_ser
     c = client.consumer(bootstrap, topic, group, client_id=client_id)
     admin = client.admin(bootstrap)
     try:
-        wait_for_sync(lambda: len(c.owned()) == 2, 20, "assignment")
+        wait_for_sync(lambda: len(c.owned()) == 2, 60, "assignment")
         c.commit({(topic, 0): (5, "")})
         listed = admin.list_groups()[group]
         assert listed.protocol_type in ("consumer", None)  # None: confluent's ListGroups result has no type
@@ -304,7 +304,7 @@ def test_describe_list_and_delete_groups_through_the_admin_client(groupcoord_ser
 
         assert admin.delete(group) == {group: "non_empty"}
         c.close()  # LeaveGroup: the group becomes Empty
-        wait_for_sync(lambda: admin.describe(group).state == "Empty", 10, "the group to become Empty")
+        wait_for_sync(lambda: admin.describe(group).state == "Empty", 60, "the group to become Empty")
         assert offsets_seen_by_another_client(bootstrap, group) == {(topic, 0): 5}
         assert admin.delete(group, never) == {group: "ok", never: "not_found"}
         assert admin.describe(group).state == "Dead"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import subprocess
@@ -23,8 +24,22 @@ logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 def cli(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "groupcoord.server", "groups", "--bootstrap-server", bootstrap, *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
+
+
+async def acli(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
+    """`cli` off the event loop, for while a consumer of the test is live: a blocking run would starve its
+    heartbeats, and on a loaded machine (a CLI start taking seconds) the member would time out of its group."""
+    return await asyncio.to_thread(cli, bootstrap, *args)
+
+
+async def arows(bootstrap: str, *args: str) -> list[dict]:
+    return await asyncio.to_thread(rows, bootstrap, *args)
+
+
+async def acommitted(bootstrap: str, group: str) -> dict[tuple[str, int], int | None]:
+    return await asyncio.to_thread(committed, bootstrap, group)
 
 
 def rows(bootstrap: str, *args: str) -> list[dict]:
@@ -45,19 +60,19 @@ async def test_list_and_describe_show_members_offsets_and_lag(groupcoord_server)
     T, G = unique("cli1"), unique("g1")  # a shared server keeps other tests' groups
     consumer = await lagging_group(bs, T, G)
     try:
-        done = cli(bs, "list")
+        done = await acli(bs, "list")
         assert done.returncode == 0 and G in done.stdout.split()
-        listed = cli(bs, "list", "--state").stdout.split()
+        listed = (await acli(bs, "list", "--state")).stdout.split()
         assert listed[:2] == ["GROUP", "STATE"] and listed[listed.index(G) + 1] == "Stable"
-        empty = cli(bs, "list", "--state", "Empty").stdout.split()
+        empty = (await acli(bs, "list", "--state", "Empty")).stdout.split()
         assert empty[:2] == ["GROUP", "STATE"] and G not in empty
-        assert cli(bs, "list", "--state", "bogus").returncode == 2
+        assert (await acli(bs, "list", "--state", "bogus")).returncode == 2
 
-        member = next(iter(rows(bs, "describe", "--group", G, "--members")))
+        member = next(iter(await arows(bs, "describe", "--group", G, "--members")))
         assert member["client_id"] == f"{G}-client" and member["partitions"] == 2
         assert member["assignment"] == f"{T}:0,1"
 
-        table = cli(bs, "describe", "--group", G)
+        table = await acli(bs, "describe", "--group", G)
         assert table.returncode == 0
         lines = [ln.split() for ln in table.stdout.strip().splitlines()]
         assert lines[0] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -66,16 +81,16 @@ async def test_list_and_describe_show_members_offsets_and_lag(groupcoord_server)
         assert lines[2][:6] == [G, T, "1", "4", "4", "0"]
         assert lines[1][6] == member["consumer_id"]
 
-        state = rows(bs, "describe", "--group", G, "--state")[0]
+        state = (await arows(bs, "describe", "--group", G, "--state"))[0]
         assert state["state"] == "Stable" and state["members"] == 1
         assert state["coordinator"] == f"{groupcoord_server.host}:{groupcoord_server.port}  (0)"
         assert state["assignment_strategy"] == "roundrobin"
 
-        csv_out = cli(bs, "--output", "csv", "describe", "--group", G).stdout.splitlines()
+        csv_out = (await acli(bs, "--output", "csv", "describe", "--group", G)).stdout.splitlines()
         assert csv_out[0].startswith("group,topic,partition,current_offset,log_end_offset,lag")
         assert csv_out[1].startswith(f"{G},{T},0,3,10,7,")
 
-        missing = cli(bs, "describe", "--group", "nope")
+        missing = await acli(bs, "describe", "--group", "nope")
         assert missing.returncode == 1 and "Error: Consumer group 'nope' does not exist." in missing.stdout
     finally:
         await consumer.stop()
@@ -88,16 +103,16 @@ async def test_reset_offsets_refuses_live_groups_then_plans_and_executes(
     T, G = unique("cli2"), unique("g2")  # a shared server keeps other tests' groups
     consumer = await lagging_group(bs, T, G)
     try:
-        live = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest", "--execute")
+        live = await acli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest", "--execute")
         assert live.returncode == 1
         assert (
             f"Error: Assignments can only be reset if the group '{G}' is inactive, but the current state is Stable."
             in live.stdout
         )
-        assert committed(bs, G) == {(T, 0): 3, (T, 1): 4}
+        assert await acommitted(bs, G) == {(T, 0): 3, (T, 1): 4}
     finally:
         await consumer.stop()
-    await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 20, "Empty")
+    await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 60, "Empty")
 
     dry = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest")
     assert dry.returncode == 0
@@ -165,20 +180,20 @@ async def test_delete_groups_and_offset_delete_answers(groupcoord_server) -> Non
     T, G = unique("cli3"), unique("g3")  # a shared server keeps other tests' groups
     consumer = await lagging_group(bs, T, G)
     try:
-        busy = cli(bs, "delete", "--group", G)
+        busy = await acli(bs, "delete", "--group", G)
         assert busy.returncode == 1 and "NON_EMPTY_GROUP" in busy.stdout
         # the live consumer subscribes to cli3: Kafka refuses each partition, and the tool says so first
-        subscribed = cli(bs, "delete-offsets", "--group", G, "--topic", T)
+        subscribed = await acli(bs, "delete-offsets", "--group", G, "--topic", T)
         assert subscribed.returncode == 1
         assert status_table(subscribed.stdout) == (
             "Error: Encountered some partition-level error, see the follow-up details.",
             [[T, "0", f"Error: {SUBSCRIBED}"], [T, "1", f"Error: {SUBSCRIBED}"]],
         )
         assert "Request succeeded" not in subscribed.stdout
-        assert committed(bs, G) == {(T, 0): 3, (T, 1): 4}
+        assert await acommitted(bs, G) == {(T, 0): 3, (T, 1): 4}
     finally:
         await consumer.stop()
-    await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 20, "Empty")
+    await wait_for(lambda: rows(bs, "describe", "--group", G, "--state")[0]["state"] == "Empty", 60, "Empty")
     # a partition the broker refuses next to one it deletes: the verdict is the partition-level error, not success
     mixed = cli(
         bs, "delete-offsets", "--group", G, "--topic", f"{T}:1", "--topic", "nosuch:0", "--topic", "nosuch2"

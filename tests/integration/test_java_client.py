@@ -59,7 +59,7 @@ def journal_until(server, group: str, **match: object) -> list[dict]:  # type: i
             all(e.get(k) == v for k, v in match.items()) for e in journal_events(server.data_dir, group)
         )
 
-    wait_for_sync(found, 10, f"journal event {match}")
+    wait_for_sync(found, 60, f"journal event {match}")
     return journal_events(server.data_dir, group)
 
 

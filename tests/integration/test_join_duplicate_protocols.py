@@ -89,7 +89,7 @@ def test_a_second_protocol_listed_twice_still_counts_once(groupcoord_server) -> 
         host, port = groupcoord_server.host, groupcoord_server.port
         wait_for_sync(
             lambda: describe_group(host, port, "dup2")["state"] == "PreparingRebalance",
-            15,
+            60,
             "b's join to park",
         )
         ra2 = join(a, ra.member_id, ("roundrobin", "range", "range"), group="dup2")  # type: ignore[attr-defined]

@@ -91,7 +91,7 @@ def test_kafkajs_group_of_three_consumes_commits_and_two_take_over_when_one_leav
         events = journal_events(server.data_dir, group)
         return [(e["member_id"], e["reason"]) for e in events if e["event"] == "member_removed"]
 
-    wait_for_sync(lambda: bool(removed()), 10, "the journal to record the leave")
+    wait_for_sync(lambda: bool(removed()), 60, "the journal to record the leave")
     assert removed() == [(after["left"]["member_id"], "left")]
     d.go()
     d.finish()

@@ -138,14 +138,14 @@ async def test_members_get_assignments_through_callbacks_and_the_async_iterator(
     )
     await b.start()
     await wait_for(
-        lambda: a.assignment is not None and a.assignment.generation == b.generation, 20, "a to rejoin"
+        lambda: a.assignment is not None and a.assignment.generation == b.generation, 60, "a to rejoin"
     )
     assert {*a.assignment.resources, *b.assignment.resources} == {"x", "y", "z"}  # type: ignore[union-attr]
     assert not set(a.assignment.resources) & set(b.assignment.resources)  # type: ignore[union-attr]
     await b.stop()
-    await wait_for(lambda: a.assignment is not None and len(a.assignment.resources) == 3, 20, "a to take all")
+    await wait_for(lambda: a.assignment is not None and len(a.assignment.resources) == 3, 60, "a to take all")
     await a.stop()
-    await asyncio.wait_for(follower, 10)
+    await asyncio.wait_for(follower, 60)
     assert [x.generation for x in seen] == [x.generation for x in got]  # the iterator missed none
     assert seen[-1].resources == ("x", "y", "z")
 
@@ -163,7 +163,7 @@ async def test_a_static_member_restarted_within_its_session_keeps_its_share_with
     a, b = member("inst-a"), member("inst-b")
     await a.start()
     await b.start()
-    await wait_for(lambda: a.generation == b.generation and a.assignment is not None, 20, "a and b to share")
+    await wait_for(lambda: a.generation == b.generation and a.assignment is not None, 60, "a and b to share")
     generation, share = b.generation, b.assignment.resources  # type: ignore[union-attr]
     await b.stop()  # static: no LeaveGroup
     b2 = member("inst-b")

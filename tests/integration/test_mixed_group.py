@@ -226,7 +226,7 @@ async def test_three_clients_on_range_share_one_consistent_assignment_and_consum
             return stables[-1] if stables else None
 
         await wait_for(
-            lambda: (last_stable() or {}).get("generation") == aio._coordinator.generation, 5, "the journal"
+            lambda: (last_stable() or {}).get("generation") == aio._coordinator.generation, 60, "the journal"
         )
         assert last_stable()["generation"] == kp.state[1]  # type: ignore[index]
         assert last_stable()["leader"] == v[first][0], f"expected {first} to lead"  # type: ignore[index]
@@ -254,9 +254,9 @@ async def test_three_clients_on_range_share_one_consistent_assignment_and_consum
                         futures.append(prod.send(t, value, partition=p))
                         expected.add((t, p, value))
                 for f in futures:
-                    f.get(timeout=15)
+                    f.get(timeout=60)
             finally:
-                prod.close(timeout=10)
+                prod.close(timeout=60)
 
         def ck_produce() -> None:
             prod = CkProducer({"bootstrap.servers": bootstrap, "log_level": 0})

@@ -49,7 +49,7 @@ async def test_prometheus_scrape_reports_lag_of_a_real_aiokafka_group(server_fac
     mport = free_port()
     srv = server_factory("--metrics-port", str(mport))
     assert http_get(mport, "/health") == (200, "ok\n")
-    await wait_for(lambda: http_get(mport, "/ready")[0] == 200, 20, "/ready")
+    await wait_for(lambda: http_get(mport, "/ready")[0] == 200, 60, "/ready")
     prom = Prometheus(tmp_path / "prometheus", [f"127.0.0.1:{mport}"])
     try:
         prom.wait_ready()
@@ -103,14 +103,14 @@ async def test_metrics_follow_commits_rebalances_and_requests(server_factory) ->
         assert value(mport, "groupcoord_rebalance_duration_seconds_count", reason="new_member") == 1
         await wait_for(
             lambda: (value(mport, "groupcoord_requests_total", api="HEARTBEAT", error="NONE") or 0) >= 1,
-            10,
+            60,
             "a heartbeat to be counted",
         )
     finally:
         await consumer.stop()
     # LeaveGroup: the group empties, its lag stays (offsets are kept), the rebalance is counted with its cause
     await wait_for(
-        lambda: value(mport, "kafka_consumergroup_members", consumergroup="g2") == 0, 20, "the group to empty"
+        lambda: value(mport, "kafka_consumergroup_members", consumergroup="g2") == 0, 60, "the group to empty"
     )
     assert value(mport, "groupcoord_group_rebalances_total", consumergroup="g2", reason="leave") == 1
     assert value(mport, "kafka_consumergroup_lag", consumergroup="g2", topic="t2", partition="0") == 7

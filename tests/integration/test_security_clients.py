@@ -130,7 +130,7 @@ def test_confluent_kafka_over_sasl_plaintext_with_plain(secure: SecureServer) ->
             consumer.poll(0.2)
         assert len(consumer.assignment()) == 2
         consumer.commit(offsets=[TopicPartition("secure", 0, 3)], asynchronous=False)
-        (got,) = consumer.committed([TopicPartition("secure", 0)], timeout=10)
+        (got,) = consumer.committed([TopicPartition("secure", 0)], timeout=60)
         assert got.offset == 3
     finally:
         consumer.close()
@@ -159,7 +159,7 @@ def test_confluent_kafka_over_sasl_ssl_with_scram_sha_512(secure: SecureServer) 
             consumer.poll(0.2)
         assert len(consumer.assignment()) == 2
         consumer.commit(offsets=[TopicPartition("secure", 1, 4)], asynchronous=False)
-        (got,) = consumer.committed([TopicPartition("secure", 1)], timeout=10)
+        (got,) = consumer.committed([TopicPartition("secure", 1)], timeout=60)
         assert got.offset == 4
     finally:
         consumer.close()

@@ -15,7 +15,7 @@ from aiokafka.structs import OffsetAndMetadata
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_fetch as of
-from tests.integration.helpers import RawClient
+from tests.integration.helpers import RawClient, wait_for
 from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration]
@@ -32,8 +32,10 @@ async def produce_plain(bootstrap: str, topic: str, values: list[bytes]) -> None
         await p.stop()
 
 
-async def read_all(bootstrap: str, topic: str, isolation: str, settle: float = 1.5) -> list[bytes]:
-    """Everything a fresh consumer with `isolation` reads from the start until nothing more arrives."""
+async def read_all(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
+    """Everything a fresh consumer with `isolation` reads from the start up to the partition's end as that
+    isolation sees it (the last stable offset for read_committed, the high watermark otherwise): a position
+    to reach, not a quiet spell, which a loaded machine can fake."""
     c = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
         isolation_level=isolation,
@@ -45,13 +47,14 @@ async def read_all(bootstrap: str, topic: str, isolation: str, settle: float = 1
     c.assign([tp])
     await c.seek_to_beginning(tp)
     got: list[bytes] = []
-    quiet_until = time.monotonic() + settle
     try:
-        while time.monotonic() < quiet_until:
-            batch = await c.getmany(timeout_ms=200)
+        end = (await c.end_offsets([tp]))[tp]
+        deadline = time.monotonic() + 60
+        while await c.position(tp) < end:
+            assert time.monotonic() < deadline, f"{topic}: at {await c.position(tp)} of {end} after 60 s"
+            batch = await c.getmany(tp, timeout_ms=200)
             for msgs in batch.values():
                 got += [m.value for m in msgs]
-                quiet_until = time.monotonic() + settle
     finally:
         await c.stop()
     return got
@@ -111,7 +114,7 @@ async def test_exactly_once_loop_commits_output_and_offsets_together_and_abort_h
             await producer.send_and_wait(t_out, b"doomed-%d" % i, partition=0)
         await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(99, "")}, group)
         assert fetch_stable(srv, group, t_in)[1] == ErrorCode.UNSTABLE_OFFSET_COMMIT
-        pending_view = await read_all(srv.bootstrap, t_out, "read_committed", settle=0.5)
+        pending_view = await read_all(srv.bootstrap, t_out, "read_committed")
         assert pending_view == [f"out-{i}".encode() for i in range(10)]  # stops at the LSO
         await producer.abort_transaction()
         assert fetch_stable(srv, group, t_in) == (10, 0)
@@ -157,12 +160,16 @@ async def test_transaction_past_its_timeout_is_aborted_and_its_producer_fenced(s
     try:
         await p.begin_transaction()
         await p.send_and_wait("slow-out", b"too-late", partition=0)
-        await asyncio.sleep(2.0)  # the coordinator aborts it (epoch bumped)
-        assert await read_all(srv.bootstrap, "slow-out", "read_committed", settle=0.5) == []
+        await wait_for(  # the coordinator aborts it (epoch bumped); EndTxn waits for that abort to finish
+            lambda: "aborting timed-out transaction" in srv.log_path.read_text(errors="replace"),
+            60,
+            "the coordinator to abort the timed-out transaction",
+        )
+        assert await read_all(srv.bootstrap, "slow-out", "read_committed") == []
         with pytest.raises(KafkaError):
             await p.commit_transaction()
     finally:
         with pytest.raises(Exception):  # noqa: B017
             await asyncio.wait_for(p.stop(), 5)
             raise RuntimeError("stopped")
-    assert await read_all(srv.bootstrap, "slow-out", "read_uncommitted", settle=0.5) == [b"too-late"]
+    assert await read_all(srv.bootstrap, "slow-out", "read_uncommitted") == [b"too-late"]

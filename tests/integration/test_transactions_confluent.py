@@ -80,7 +80,7 @@ def test_confluent_exactly_once_loop_and_abort(groupcoord_server) -> None:
             [TopicPartition(t_in, 0, 42)], consumer.consumer_group_metadata(), 20
         )
         producer.abort_transaction(20)
-        (committed,) = consumer.committed([TopicPartition(t_in, 0)], timeout=10)
+        (committed,) = consumer.committed([TopicPartition(t_in, 0)], timeout=60)
         assert committed.offset == 5
     finally:
         consumer.close()

@@ -45,14 +45,14 @@ async def test_kill_9_mid_transaction_then_restart_aborts_it_after_the_timeout(
         await asyncio.wait_for(p.stop(), 2)
     srv.start()
 
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     waiting = (ErrorCode.UNSTABLE_OFFSET_COMMIT, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     while fetch_stable(srv, "kg", "k-in")[1] in waiting:
         assert time.monotonic() < deadline, "the ongoing transaction was never aborted"
         await asyncio.sleep(0.2)
     assert fetch_stable(srv, "kg", "k-in") == (3, 0)  # the aborted offsets were dropped
-    assert await read_all(srv.bootstrap, "k-out", "read_committed", settle=0.5) == [b"a"]
-    assert await read_all(srv.bootstrap, "k-out", "read_uncommitted", settle=0.5) == [b"a", b"b"]
+    assert await read_all(srv.bootstrap, "k-out", "read_committed") == [b"a"]
+    assert await read_all(srv.bootstrap, "k-out", "read_uncommitted") == [b"a", b"b"]
 
     again = AIOKafkaProducer(bootstrap_servers=srv.bootstrap, transactional_id="crash-app")
     await again.start()
@@ -62,4 +62,4 @@ async def test_kill_9_mid_transaction_then_restart_aborts_it_after_the_timeout(
             await again.send_offsets_to_transaction({tp: OffsetAndMetadata(3, "")}, "kg")
     finally:
         await again.stop()
-    assert await read_all(srv.bootstrap, "k-out", "read_committed", settle=0.5) == [b"a", b"c"]
+    assert await read_all(srv.bootstrap, "k-out", "read_committed") == [b"a", b"c"]

@@ -127,7 +127,7 @@ async def test_wait_for_data(manager: LogManager) -> None:
     await asyncio.sleep(0.01)
     assert not waiter.done()
     await manager.append("t", 1, make_batch(), 1)
-    assert await asyncio.wait_for(waiter, 1) is True
+    assert await asyncio.wait_for(waiter, 30) is True
     assert not manager._data_waiters  # cleaned up
 
 

@@ -14,6 +14,7 @@ from groupcoord.server.coordinator.types import CoordinatorConfig, JoinGroupRequ
 from groupcoord.server.journal import Journal
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.memory import MemoryStateStore
+from tests.integration.helpers import wait_for
 
 UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
@@ -103,7 +104,6 @@ async def test_a_failing_timer_step_is_contained() -> None:
 
     machine.on_timer = broken_on_timer  # type: ignore[method-assign]
     runtime.timers.schedule(("initial", "g"), 0)  # the runtime's own timer path
-    await asyncio.sleep(0.05)
-    assert runtime.failed_steps == 1
+    await wait_for(lambda: runtime.failed_steps == 1, 30, "the failing timer step")
     assert parked.done() and parked.result().error == UNKNOWN_SERVER_ERROR  # type: ignore[union-attr]
     runtime.close()

@@ -53,7 +53,7 @@ async def send(runtime: GroupRuntime, machine: GroupStateMachine, offset: int) -
     token = asyncio.get_running_loop().create_future()
     req = commit(offset)
     runtime.call("g", lambda now: (None, machine.commit_offsets(req, token, now)))
-    result = await asyncio.wait_for(token, 5)
+    result = await asyncio.wait_for(token, 60)
     ((_, ((_, error),)),) = result.topics
     return error
 

@@ -73,7 +73,7 @@ async def test_forced_rebalance_makes_both_aiokafka_members_rejoin_once_with_the
     try:
         await asyncio.gather(*(c.start() for c in consumers))
         view = await groupcoord.wait_group(GROUP, members=2)
-        await wait_for(lambda: all(len(c.assignment()) == 1 for c in consumers), 10, "one partition each")
+        await wait_for(lambda: all(len(c.assignment()) == 1 for c in consumers), 60, "one partition each")
         seen: list[set[int]] = [set(), set()]
         await _produce(groupcoord.bootstrap, 0, 10)
         await _drain(consumers, seen, set(range(10)))
@@ -86,7 +86,7 @@ async def test_forced_rebalance_makes_both_aiokafka_members_rejoin_once_with_the
         assert after.generation == view.generation + 1
         assert {m.member_id for m in after.members} == {m.member_id for m in view.members}
         await wait_for(
-            lambda: all(len(x.assigned) >= 2 for x in listeners), 10, "both told of the new assignment"
+            lambda: all(len(x.assigned) >= 2 for x in listeners), 60, "both told of the new assignment"
         )
 
         await _produce(groupcoord.bootstrap, 10, 10)

@@ -138,7 +138,7 @@ async def test_held_sync_group_keeps_the_group_completing_until_released(groupco
     starting = asyncio.create_task(c.start())
     try:
         await groupcoord.wait_group("g7", state="CompletingRebalance", members=1)
-        await wait_for(lambda: hold.holding == 1, 10, "the member's SyncGroup to be held")
+        await wait_for(lambda: hold.holding == 1, 60, "the member's SyncGroup to be held")
         assert groupcoord.describe("g7").state == "CompletingRebalance"
         assert hold.release() == 1
         await starting
