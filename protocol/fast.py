@@ -24,7 +24,7 @@ HeartbeatFields = tuple[str, int, str, str | None]
 
 def _body_start(frame: bytes, flexible: bool) -> int:
     """Where the body starts after a request header v1 (v2 when flexible: plus an empty tag section)."""
-    n = _I16.unpack_from(frame, 8)[0]
+    n: int = _I16.unpack_from(frame, 8)[0]
     if n < -1:
         return -1
     pos = 10 + max(n, 0)
