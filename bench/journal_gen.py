@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from groupcoord.server.journal import JOURNAL_VERSION
+from groupcoord.server.journal.writer import JOURNAL_VERSION
 
 NULL = "null"
 
@@ -88,7 +88,7 @@ class _Writer:
         """Close the current file; with --format parquet roll it as the coordinator does (and time that)."""
         self.fh.close()
         if self.parquet:
-            from groupcoord.server.journal_roll import roll_file
+            from groupcoord.server.journal.roll import roll_file
 
             t0 = time.perf_counter()
             roll_file(self.fh.name)

@@ -39,16 +39,16 @@ from groupcoord.server.console.auth import ConsoleAuth
 from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
-from groupcoord.server.dispatch import Dispatcher
-from groupcoord.server.journal import Journal
-from groupcoord.server.journal_roll import JournalRoller, parquet_enabled
-from groupcoord.server.lag_snapshots import LagSnapshots
-from groupcoord.server.listeners import Listener, resolve_bound_port
+from groupcoord.server.journal.lag_snapshots import LagSnapshots
+from groupcoord.server.journal.roll import JournalRoller, parquet_enabled
+from groupcoord.server.journal.writer import Journal
 from groupcoord.server.log.config import LogConfig
 from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.log.topics import TopicInfo
-from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
+from groupcoord.server.net.dispatch import Dispatcher
+from groupcoord.server.net.listeners import Listener, resolve_bound_port
+from groupcoord.server.net.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.security import Security

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         help="roll the event journal into Parquet segments, or print its events as JSON lines",
         description="The group event journal's segments (docs/journal.md).",
     )
-    from groupcoord.server.journal_cli import add_journal_arguments, run_journal
+    from groupcoord.server.journal.cli import add_journal_arguments, run_journal
 
     add_journal_arguments(journal)
     args = parser.parse_args(argv)

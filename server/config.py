@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupcoord.server.coordinator.types import CoordinatorConfig
-from groupcoord.server.journal_roll import pyarrow_available
-from groupcoord.server.listeners import Listener, ListenerError, build_listeners, single_plaintext
+from groupcoord.server.journal.roll import pyarrow_available
+from groupcoord.server.net.listeners import Listener, ListenerError, build_listeners, single_plaintext
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from groupcoord.server.coordinator.types import (
     Effects,
     ScheduleTimer,
 )
-from groupcoord.server.journal import Journal
+from groupcoord.server.journal.writer import Journal
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
 

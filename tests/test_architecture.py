@@ -26,13 +26,24 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "server.storage": ("server.storage", "server.coordinator.records"),
     "server.log": ("server.log", "protocol"),
     "server.timers": (),
-    "server.journal": ("server.journal", "server.coordinator"),
+    # the journal room: the writer, the Parquet roll of closed files, its CLI, the lag snapshots
+    "server.journal": ("server.journal",),
+    "server.journal.writer": ("server.journal.writer", "server.coordinator"),
     # the Parquet roll of closed journal files: below the broker, above the journal writer
-    "server.journal_roll": ("server.journal_roll", "server.journal", "server.coordinator"),
+    "server.journal.roll": ("server.journal.roll", "server.journal.writer", "server.coordinator"),
+    "server.journal.cli": ("server.journal.cli", "server.journal.roll"),
+    # snapshots of committed offsets and log ends, on a timer, into the journal
+    "server.journal.lag_snapshots": (
+        "server.journal.lag_snapshots",
+        "server.journal.writer",
+        "server.coordinator",
+        "server.log",
+        "server.timers",
+    ),
     "server.runtime": (
         "server.runtime",
         "server.coordinator",
-        "server.journal",
+        "server.journal.writer",
         "server.storage",
         "server.timers",
         "protocol",
@@ -63,21 +74,21 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "protocol",
     ),
     # Kafka's listener settings, parsed; pure (the broker binds the sockets)
-    "server.listeners": ("server.listeners",),
+    "server.net.listeners": ("server.net.listeners",),
     # TLS, SASL, credentials (issue 18): below the broker, above dispatch and the protocol
     "server.security": (
         "server.security",
         "server.config",
-        "server.listeners",
-        "server.dispatch",
+        "server.net.listeners",
+        "server.net.dispatch",
         "protocol",
     ),
-    "server.dispatch": ("server.dispatch", "server.services", "server.listeners", "protocol"),
+    "server.net.dispatch": ("server.net.dispatch", "server.services", "server.net.listeners", "protocol"),
     "server.apis": (
         "server.apis",
         "server.security.authorizer",
         "server.security.scram",
-        "server.dispatch",
+        "server.net.dispatch",
         "server.services",
         "server.coordinator",
         "server.log",
@@ -95,7 +106,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.security",
         "protocol",
     ),
-    "server.network": ("server.network", "server.dispatch", "server.listeners", "protocol"),
+    "server.net": ("server.net",),
+    "server.net.network": ("server.net.network", "server.net.dispatch", "server.net.listeners", "protocol"),
     # server.broker and server.cli wire everything and may import anything (but not in a circle: see cycles())
 }
 
@@ -260,11 +272,11 @@ def test_no_handler_imports_the_broker() -> None:
 
 def test_the_cycle_checker_finds_a_circle_through_type_checking_imports() -> None:
     sources = {
-        "server/dispatch.py": "if TYPE_CHECKING:\n    from groupcoord.server.network import Connection",
-        "server/network.py": "from groupcoord.server import dispatch",
-        "server/broker.py": "from groupcoord.server.network import Connection",
+        "server/net/dispatch.py": "if TYPE_CHECKING:\n    from groupcoord.server.net.network import Connection",
+        "server/net/network.py": "from groupcoord.server.net import dispatch",
+        "server/broker.py": "from groupcoord.server.net.network import Connection",
     }
-    assert cycles(sources) == [["server.dispatch", "server.network"]]
+    assert cycles(sources) == [["server.net.dispatch", "server.net.network"]]
 
 
 def test_the_cycle_checker_finds_a_circle_through_function_level_imports() -> None:
@@ -278,9 +290,9 @@ def test_the_cycle_checker_finds_a_circle_through_function_level_imports() -> No
 
 def test_the_cycle_checker_accepts_a_one_way_chain() -> None:
     sources = {
-        "server/apis/groups.py": "from groupcoord.server.dispatch import then",
-        "server/dispatch.py": "if TYPE_CHECKING:\n    from groupcoord.server.services import HandlerServices",
-        "server/broker.py": "from groupcoord.server.apis import groups\nfrom groupcoord.server.dispatch import x",
+        "server/apis/groups.py": "from groupcoord.server.net.dispatch import then",
+        "server/net/dispatch.py": "if TYPE_CHECKING:\n    from groupcoord.server.services import HandlerServices",
+        "server/broker.py": "from groupcoord.server.apis import groups\nfrom groupcoord.server.net.dispatch import x",
         "server/services.py": "from groupcoord.server.runtime import Step",
         "server/runtime.py": "import asyncio",
     }
@@ -297,7 +309,7 @@ def test_every_room_in_the_rules_exists() -> None:
     ("path", "text", "expected"),
     [
         ("protocol/x.py", "from groupcoord.server import broker", "protocol may not import server"),
-        ("protocol/x.py", "if TYPE_CHECKING:\n    import groupcoord.server.dispatch", "may not import server.dispatch"),
+        ("protocol/x.py", "if TYPE_CHECKING:\n    import groupcoord.server.net.dispatch", "may not import server.net.dispatch"),
         ("assignors/x.py", "from groupcoord.server.coordinator import types", "assignors may not import"),
         ("pipeline/x.py", "def f():\n    from groupcoord.protocol import api", "pipeline may not import protocol"),
         ("protocol/x.py", "from groupcoord import server", "protocol may not import server"),

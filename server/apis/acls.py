@@ -13,7 +13,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import create_acls as ca
 from groupcoord.protocol.messages import delete_acls as da
 from groupcoord.protocol.messages import describe_acls as ds
-from groupcoord.server.dispatch import RequestContext
+from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import (
     ALTER,
     CLUSTER,

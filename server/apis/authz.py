@@ -41,7 +41,7 @@ from groupcoord.server.apis.authz_common import (
     allowed,
 )
 from groupcoord.server.apis.authz_common import replace_fields as _replace
-from groupcoord.server.dispatch import RequestContext, then
+from groupcoord.server.net.dispatch import RequestContext, then
 from groupcoord.server.security.authorizer import (
     CLUSTER,
     CLUSTER_NAME,

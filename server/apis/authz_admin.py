@@ -31,7 +31,7 @@ from groupcoord.server.apis.authz_common import (
     allowed_names,
     replace_fields,
 )
-from groupcoord.server.dispatch import RequestContext, then
+from groupcoord.server.net.dispatch import RequestContext, then
 from groupcoord.server.security.authorizer import (
     ALTER,
     ALTER_CONFIGS,

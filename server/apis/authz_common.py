@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.dispatch import RequestContext
+from groupcoord.server.net.dispatch import RequestContext
 
 Handler = Callable[[RequestContext, Any], Any]
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED

@@ -35,8 +35,8 @@ from groupcoord.server.apis.authz_common import (
     allowed_names,
     replace_fields,
 )
-from groupcoord.server.dispatch import RequestContext, then
 from groupcoord.server.log.batch import HEADER_SIZE, LOG_OVERHEAD, parse_header, peek_length
+from groupcoord.server.net.dispatch import RequestContext, then
 from groupcoord.server.security.authorizer import (
     CLUSTER,
     CLUSTER_ACTION,

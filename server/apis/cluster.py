@@ -30,10 +30,10 @@ from groupcoord.protocol.messages.offset_delete import (
     OffsetDeleteResponseTopic,
 )
 from groupcoord.server.apis.meta import CLUSTER_OPERATIONS
-from groupcoord.server.dispatch import then
+from groupcoord.server.net.dispatch import then
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 UNSET_OPERATIONS = -(2**31)
 BROKERS_ENDPOINT, CONTROLLERS_ENDPOINT = 1, 2

@@ -54,7 +54,7 @@ from groupcoord.server.configs.topic_defs import TOPIC_CONFIGS
 from groupcoord.server.configs.types import ConfigSource, ResourceType
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 OK: Refusal = (ErrorCode.NONE, "")
 

@@ -37,7 +37,7 @@ from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.manager import OffsetResult, ReadResult
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 EMPTY_PARTITION = ReadResult(ErrorCode.NONE, b"", 0, 0, 0)
 OUT_OF_RANGE = ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, b"", 0, 0, 0)

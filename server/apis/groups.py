@@ -38,10 +38,10 @@ from groupcoord.protocol.messages.join_group import (
 from groupcoord.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from groupcoord.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.dispatch import Prebuilt, then
+from groupcoord.server.net.dispatch import Prebuilt, then
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
     from groupcoord.server.services import HandlerServices
 
 # READ, DELETE and DESCRIBE: everything a client may do to a group when no authorizer is configured

@@ -27,7 +27,7 @@ from groupcoord.protocol.messages import sync_group as sg
 from groupcoord.server.apis.offsets import commit_errors
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 

@@ -27,7 +27,7 @@ from groupcoord.protocol.messages.describe_log_dirs import (
 )
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 
 def volume_bytes(directory: Path) -> tuple[int, int]:

@@ -39,12 +39,12 @@ from groupcoord.protocol.messages.metadata import (
 )
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.configs.resolve import topic_entries
-from groupcoord.server.dispatch import then
 from groupcoord.server.log.errors import LogError
+from groupcoord.server.net.dispatch import then
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
     from groupcoord.server.log.manager import LogManager
+    from groupcoord.server.net.dispatch import RequestContext
 
 # AclOperation bitfields of `AclEntry.supportedOperations`: TOPIC (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
 # DESCRIBE_CONFIGS, ALTER_CONFIGS) and CLUSTER (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,

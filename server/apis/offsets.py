@@ -20,10 +20,10 @@ from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
 from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.dispatch import then
+from groupcoord.server.net.dispatch import then
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 
 def commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitResponse:

@@ -28,7 +28,7 @@ from groupcoord.protocol.messages import describe_producers as dp
 from groupcoord.protocol.messages import write_txn_markers as wm
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 INVALID_TOPIC_MESSAGE = "The request attempted to perform an operation on an invalid topic."

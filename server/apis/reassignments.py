@@ -25,7 +25,7 @@ from groupcoord.protocol.messages import elect_leaders as el
 from groupcoord.protocol.messages import list_partition_reassignments as lpr
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."

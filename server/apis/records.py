@@ -22,7 +22,7 @@ from groupcoord.protocol.messages.delete_records import (
 )
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 
 def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Any:

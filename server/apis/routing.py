@@ -19,7 +19,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.apis.loading import answers_with
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 Handler = Callable[[Any, Any], Any]
 

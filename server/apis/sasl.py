@@ -10,7 +10,7 @@ from __future__ import annotations
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from groupcoord.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from groupcoord.server.dispatch import RequestContext
+from groupcoord.server.net.dispatch import RequestContext
 
 
 def sasl_handshake(ctx: RequestContext, req: SaslHandshakeRequest) -> SaslHandshakeResponse:

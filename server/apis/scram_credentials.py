@@ -15,7 +15,7 @@ from collections import Counter
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import alter_user_scram_credentials as al
 from groupcoord.protocol.messages import describe_user_scram_credentials as ds
-from groupcoord.server.dispatch import RequestContext
+from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from groupcoord.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS
 

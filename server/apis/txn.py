@@ -28,10 +28,10 @@ from groupcoord.protocol.messages import list_transactions as ltx
 from groupcoord.protocol.messages import txn_offset_commit as tc
 from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.dispatch import then
+from groupcoord.server.net.dispatch import then
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import RequestContext
 
 E = ErrorCode
 LOADING = E.COORDINATOR_LOAD_IN_PROGRESS

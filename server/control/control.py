@@ -23,8 +23,8 @@ from groupcoord.server.control.views import GroupView, MemberView
 
 if TYPE_CHECKING:
     from groupcoord.server.coordinator.shard import GroupCoordinatorShard
-    from groupcoord.server.dispatch import Dispatcher
-    from groupcoord.server.journal import Journal
+    from groupcoord.server.journal.writer import Journal
+    from groupcoord.server.net.dispatch import Dispatcher
     from groupcoord.server.runtime import GroupRuntime
     from groupcoord.server.timers import Clock
 

@@ -40,11 +40,11 @@ from groupcoord.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from groupcoord.server.dispatch import PASS, Pending
+from groupcoord.server.net.dispatch import PASS, Pending
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import Dispatcher, RequestContext
-    from groupcoord.server.network import Connection
+    from groupcoord.server.net.dispatch import Dispatcher, RequestContext
+    from groupcoord.server.net.network import Connection
 
 log = structlog.get_logger("groupcoord.control")
 

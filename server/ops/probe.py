@@ -18,7 +18,7 @@ import urllib.request
 
 from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
-from groupcoord.server.listeners import parse_endpoints
+from groupcoord.server.net.listeners import parse_endpoints
 
 API_VERSIONS = 18
 

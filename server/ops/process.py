@@ -26,7 +26,7 @@ LOOP_LAG_INTERVAL_S = 1.0
 
 
 class NetworkCounters(Protocol):
-    """What the network layer keeps (`server.network.ConnectionGuard`)."""
+    """What the network layer keeps (`server.net.network.ConnectionGuard`)."""
 
     total: int
     bytes_in: int

@@ -14,7 +14,7 @@ from typing import Protocol
 import structlog
 
 from groupcoord.server.config import ServerConfig
-from groupcoord.server.listeners import Listener
+from groupcoord.server.net.listeners import Listener
 from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authorizer, binding_problem
 from groupcoord.server.security.gate import SaslGate
 from groupcoord.server.security.plain import users_from_jaas

@@ -23,7 +23,7 @@ from groupcoord.protocol.codec import decode_request, encode_response, peek
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 from groupcoord.protocol.messages.sasl_authenticate import SaslAuthenticateResponse
 from groupcoord.protocol.messages.sasl_handshake import SaslHandshakeResponse
-from groupcoord.server.dispatch import PASS
+from groupcoord.server.net.dispatch import PASS
 from groupcoord.server.security.plain import PlainError
 from groupcoord.server.security.plain import authenticate as plain_authenticate
 from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
@@ -33,7 +33,7 @@ log = structlog.get_logger("groupcoord.security")
 
 
 class GatedPeer(Protocol):
-    """What the gate uses of a connection (`server.network.Connection`)."""
+    """What the gate uses of a connection (`server.net.network.Connection`)."""
 
     peer_host: str
     peer_port: int

@@ -198,8 +198,8 @@ def journal_events(data_dir: Any, group: str | None = None) -> list[dict[str, An
     last line of a file may be partly written, so it is skipped."""
     from pathlib import Path
 
-    from groupcoord.server.journal_cli import segments
-    from groupcoord.server.journal_roll import read_segment
+    from groupcoord.server.journal.cli import segments
+    from groupcoord.server.journal.roll import read_segment
 
     for _ in range(20):  # a JSONL file listed here may be rolled away before it is read: list again
         try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from groupcoord.server.journal import FIELDS as JOURNAL_FIELDS
+from groupcoord.server.journal.writer import FIELDS as JOURNAL_FIELDS
 
 FIELDS = JOURNAL_FIELDS  # the journal writer's own field list, not a copy
 

@@ -79,7 +79,7 @@ def test_second_incremental_run_parses_only_new_journal_and_equals_a_full_run(
 
 def test_a_staged_jsonl_file_later_rolled_into_parquet_is_counted_once(spark: Any, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    from groupcoord.server.journal_roll import roll_file
+    from groupcoord.server.journal.roll import roll_file
 
     files = _generate(tmp_path / "gen", parts=2)
     data = tmp_path / "data"

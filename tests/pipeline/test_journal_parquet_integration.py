@@ -15,8 +15,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 pytest.importorskip("pyarrow")
 
-from groupcoord.server.journal_cli import segments
-from groupcoord.server.journal_roll import read_segment, segment_start_ms
+from groupcoord.server.journal.cli import segments
+from groupcoord.server.journal.roll import read_segment, segment_start_ms
 from tests.pipeline.compare import summary, table_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]

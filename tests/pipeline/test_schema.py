@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from groupcoord.pipeline.schema import JOURNAL_SCHEMA, KNOWN_JOURNAL_VERSION
 from groupcoord.server.coordinator.context import EVENT_KEYS
-from groupcoord.server.journal import FIELDS, JOURNAL_VERSION
+from groupcoord.server.journal.writer import FIELDS, JOURNAL_VERSION
 
 
 def test_pipeline_schema_reads_exactly_the_fields_the_journal_writes() -> None:

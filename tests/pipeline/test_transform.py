@@ -205,7 +205,7 @@ def test_read_journal_reads_parquet_segments_and_jsonl_from_a_path_and_a_uri(
     spark: Any, journal: Any, tmp_path: Path
 ) -> None:
     pytest.importorskip("pyarrow")
-    from groupcoord.server.journal_roll import roll_file
+    from groupcoord.server.journal.roll import roll_file
 
     journal.create("g", 1000)
     journal.join("g", "a", 1001)

@@ -17,7 +17,7 @@ from groupcoord.protocol.messages.offset_fetch import OffsetFetchRequest, Offset
 from groupcoord.protocol.messages.sync_group import SyncGroupRequest
 from groupcoord.server.broker import Broker
 from groupcoord.server.config import ServerConfig
-from groupcoord.server.listeners import single_plaintext
+from groupcoord.server.net.listeners import single_plaintext
 
 
 class FakeConn:

@@ -10,8 +10,8 @@ from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsReq
 from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.server.broker import HANDLERS, Broker
 from groupcoord.server.config import ServerConfig
-from groupcoord.server.dispatch import Dispatcher
-from groupcoord.server.listeners import single_plaintext
+from groupcoord.server.net.dispatch import Dispatcher
+from groupcoord.server.net.listeners import single_plaintext
 from groupcoord.server.services import ClusterView, GroupServices, HandlerServices, TopicServices
 
 

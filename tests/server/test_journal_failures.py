@@ -19,7 +19,7 @@ CHILD = textwrap.dedent(
     limit = int(sys.argv[2])
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    from groupcoord.server.journal import Journal
+    from groupcoord.server.journal.writer import Journal
 
     async def main():
         j = Journal(Path(sys.argv[1]), interval=0.005)

@@ -16,8 +16,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from groupcoord.server.journal import FIELDS, JOURNAL_VERSION  # noqa: E402
-from groupcoord.server.journal_roll import (  # noqa: E402
+from groupcoord.server.journal.roll import (  # noqa: E402
     VERSION_KEY,
     JournalRoller,
     arrow_schema,
@@ -25,6 +24,7 @@ from groupcoord.server.journal_roll import (  # noqa: E402
     recover,
     roll_file,
 )
+from groupcoord.server.journal.writer import FIELDS, JOURNAL_VERSION  # noqa: E402
 
 
 def _event(seq: int, **fields: Any) -> dict[str, Any]:
@@ -236,7 +236,7 @@ def test_a_server_rolls_files_of_earlier_processes_at_start_and_its_worker_dies_
 _SUBMIT_AND_DIE = """
 import os, signal, sys
 from pathlib import Path
-from groupcoord.server.journal_roll import JournalRoller
+from groupcoord.server.journal.roll import JournalRoller
 JournalRoller(Path(sys.argv[1]).parent).submit(Path(sys.argv[1]))  # starts the worker process
 os.kill(os.getpid(), signal.SIGKILL)  # gone before the worker has even imported its code
 """

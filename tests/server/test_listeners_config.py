@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from groupcoord.server.config import add_serve_arguments, config_from_args
-from groupcoord.server.listeners import ListenerError, build_listeners
+from groupcoord.server.net.listeners import ListenerError, build_listeners
 
 
 def config(argv: list[str], env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]

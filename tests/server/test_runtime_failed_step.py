@@ -11,7 +11,7 @@ import pytest
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.machine import GroupStateMachine
 from groupcoord.server.coordinator.types import CoordinatorConfig, JoinGroupRequest, JoinGroupResult
-from groupcoord.server.journal import Journal
+from groupcoord.server.journal.writer import Journal
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.memory import MemoryStateStore
 from tests.integration.helpers import wait_for

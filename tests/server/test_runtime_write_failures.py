@@ -17,7 +17,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.machine import GroupStateMachine
 from groupcoord.server.coordinator.records import Record
 from groupcoord.server.coordinator.types import CommitPartition, CoordinatorConfig, OffsetCommitRequest
-from groupcoord.server.journal import Journal
+from groupcoord.server.journal.writer import Journal
 from groupcoord.server.runtime import GroupRuntime
 
 

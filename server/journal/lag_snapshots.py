@@ -14,7 +14,7 @@ from typing import Protocol
 
 from groupcoord.server.coordinator.context import EVENT_KEYS
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
-from groupcoord.server.journal import Journal
+from groupcoord.server.journal.writer import Journal
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.timers import Clock, TimerService
 

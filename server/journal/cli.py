@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from groupcoord.server.journal_roll import pyarrow_available, read_segment, roll_closed, segment_order
+from groupcoord.server.journal.roll import pyarrow_available, read_segment, roll_closed, segment_order
 
 
 def add_journal_arguments(parser: argparse.ArgumentParser) -> None:

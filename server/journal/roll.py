@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from groupcoord.server.journal import FIELDS, JOURNAL_VERSION
+from groupcoord.server.journal.writer import FIELDS, JOURNAL_VERSION
 
 if TYPE_CHECKING:
     import pyarrow as pa

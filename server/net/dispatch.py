@@ -21,7 +21,7 @@ from groupcoord.protocol.messages import RESPONSES
 from groupcoord.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
 if TYPE_CHECKING:
-    from groupcoord.server.listeners import Listener
+    from groupcoord.server.net.listeners import Listener
     from groupcoord.server.services import HandlerServices
 
 log = structlog.get_logger("groupcoord.dispatch")
@@ -47,7 +47,7 @@ class Interceptor(Protocol):
 
 
 class Peer(Protocol):
-    """What the dispatcher and the broker's shutdown use of a client connection (`server.network.Connection`).
+    """What the dispatcher and the broker's shutdown use of a client connection (`server.net.network.Connection`).
 
     A Protocol rather than the class, so that `network` imports `dispatch` and not the other way round.
     """

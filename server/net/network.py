@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from groupcoord.server.dispatch import PASS
+from groupcoord.server.net.dispatch import PASS
 
 if TYPE_CHECKING:
-    from groupcoord.server.dispatch import Dispatcher
-    from groupcoord.server.listeners import Listener
+    from groupcoord.server.net.dispatch import Dispatcher
+    from groupcoord.server.net.listeners import Listener
 
 log = structlog.get_logger("groupcoord.network")
 
