@@ -52,6 +52,8 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 def _declared_ranges() -> dict[ApiKey, tuple[int, int]]:
