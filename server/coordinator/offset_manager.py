@@ -43,15 +43,22 @@ class OffsetMetadataManager:
         ] = {}  # unpersisted commits per partition (RequireStable)
         #: transactional offsets waiting for their transaction's marker (also UNSTABLE with RequireStable)
         self.txn = TxnOffsets(ctx, group_manager, self.offsets)
+        #: whether a group of another kind (a KIP-848 consumer group) holds this id: its offsets then need
+        #: no classic "simple" group (the shard sets it)
+        self.other_group_exists: Callable[[str], bool] = lambda group_id: False
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return dict(self.offsets.get(group_id, {}))
 
     # ================================================================================ OffsetCommit
 
-    def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
+    def commit_offsets(
+        self, req: OffsetCommitRequest, token: Hashable, now_ms: int, checked: int | None = None
+    ) -> Effects:
+        """`checked`: the commit was already validated by another kind of group (a consumer group's
+        `validate_offset_commit`), with this outcome; else the classic checks run."""
         fx = self.ctx.begin(now_ms)
-        err = validate_offset_commit(self.ctx, self.group_manager, req)
+        err = validate_offset_commit(self.ctx, self.group_manager, req) if checked is None else checked
         if err:
             fx.reply(token, _commit_result(req, lambda t, p: err))
             return fx
@@ -98,7 +105,8 @@ class OffsetMetadataManager:
                 else:
                     self.inflight.pop(k, None)
             if ok:
-                if self.group_manager.group(gid) is None:  # deleted meanwhile: recreated, as a replay would
+                if self.group_manager.group(gid) is None and not self.other_group_exists(gid):
+                    # deleted meanwhile: recreated, as a replay would
                     self.group_manager.add_simple_group(gid, now)
                 self.offsets.setdefault(gid, {}).update(pending)
             fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok)))
@@ -242,7 +250,7 @@ class OffsetMetadataManager:
             offsets.pop((record.topic, record.partition), None)
             return
         offsets[(record.topic, record.partition)] = record.value
-        if self.group_manager.group(record.group_id) is None:
+        if self.group_manager.group(record.group_id) is None and not self.other_group_exists(record.group_id):
             self.group_manager.add_simple_group(record.group_id, record.value.commit_timestamp)
 
     def on_loaded(self) -> None:

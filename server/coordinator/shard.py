@@ -17,14 +17,31 @@ stored on the member and handed back in `Effects.replies` when the request compl
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.modern.consumer import views as consumer_views
+from groupcoord.server.coordinator.modern.consumer.api import (
+    ConsumerGroupConfig,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResult,
+    DescribedConsumerGroup,
+    TopicImage,
+)
+from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.manager import (
+    REBALANCE,
+    SESSION,
+    ConsumerGroupManager,
+    HeartbeatError,
+)
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
+    ConsumerGroupRecord,
     GroupRecord,
     OffsetRecord,
     OffsetValue,
@@ -35,8 +52,10 @@ from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
     DescribedGroup,
     Effects,
+    FetchedPartition,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResult,
     LeaveGroupRequest,
     LeaveGroupResult,
     ListedGroup,
@@ -44,6 +63,7 @@ from groupcoord.server.coordinator.types import (
     OffsetFetchRequest,
     OffsetFetchResult,
     SyncGroupRequest,
+    SyncGroupResult,
     TxnOffsetCommitRequest,
 )
 
@@ -51,14 +71,22 @@ E = ErrorCode
 
 
 class GroupCoordinatorShard:
-    """All classic groups of this coordinator and their committed offsets."""
+    """All groups of this coordinator (classic and KIP-848 consumer groups) and their committed offsets."""
 
     def __init__(
-        self, config: CoordinatorConfig | None = None, *, id_factory: Callable[[str], str] | None = None
+        self,
+        config: CoordinatorConfig | None = None,
+        *,
+        id_factory: Callable[[str], str] | None = None,
+        consumer_config: ConsumerGroupConfig | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
         self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
         self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager)
+        self.consumer_manager = ConsumerGroupManager(
+            self._ctx, consumer_config, None if id_factory is None else (lambda: id_factory(""))
+        )
+        self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -75,10 +103,14 @@ class GroupCoordinatorShard:
     # ================================================================================== inspection
 
     def group_ids(self) -> list[str]:
-        return list(self.group_manager.groups)
+        return [*self.group_manager.groups, *self.consumer_manager.groups]
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self.group_manager.groups
+        return group_id in self.group_manager.groups or group_id in self.consumer_manager.groups
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The live KIP-848 consumer group (for tests and diagnostics; do not mutate)."""
+        return self.consumer_manager.group(group_id)
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The live group object (for tests and diagnostics; do not mutate)."""
@@ -89,23 +121,86 @@ class GroupCoordinatorShard:
 
     # ============================================================================= group requests
 
+    # A classic request naming a consumer group: classic members inside consumer groups (online migration,
+    # spec §9) are not supported yet, so they get what Kafka answers when the migration policy forbids it.
+
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        if req.group_id in self.consumer_manager.groups:
+            fx = self._ctx.begin(now_ms)
+            fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=req.member_id))
+            return fx
         return self.group_manager.join_group(req, token, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        if req.group_id in self.consumer_manager.groups:
+            fx = self._ctx.begin(now_ms)
+            fx.reply(token, SyncGroupResult(int(E.UNKNOWN_MEMBER_ID)))
+            return fx
         return self.group_manager.sync_group(req, token, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
+        if req.group_id in self.consumer_manager.groups:
+            return int(E.UNKNOWN_MEMBER_ID), None
         return self.group_manager.heartbeat(req, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:
+        if req.group_id in self.consumer_manager.groups:
+            unknown = int(E.UNKNOWN_MEMBER_ID)
+            members = tuple((mm.member_id, mm.group_instance_id, unknown) for mm in req.members)
+            return LeaveGroupResult(NONE, members), self._ctx.begin(now_ms)
         return self.group_manager.leave_group(req, now_ms)
+
+    # ====================================================================== KIP-848 consumer groups
+
+    def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage, token: Hashable, now_ms: int
+    ) -> Effects:
+        """ConsumerGroupHeartbeat (spec §2): `token` gets a `ConsumerGroupHeartbeatResult` once the
+        records the heartbeat caused are durable."""
+        fx = self._ctx.begin(now_ms)
+        classic = self.group_manager.group(req.group_id)
+        if classic is not None and classic.state != DEAD:
+            if (
+                req.member_epoch != 0
+                or classic.state != EMPTY
+                or req.group_id in self.consumer_manager.groups
+            ):
+                # a non-empty classic group: online upgrade is not supported yet (Kafka answers this when
+                # its migration policy forbids the upgrade)
+                message = f"Group {req.group_id} is not a consumer group."
+                fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
+                return fx
+            try:
+                self.consumer_manager.validate(req)
+            except HeartbeatError:
+                pass  # the heartbeat below answers the validation error; nothing is converted
+            else:
+                self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
+        self.consumer_manager.heartbeat(req, topics, token)
+        return fx
+
+    def consumer_group_describe(self, ids: Iterable[str], topics: TopicImage) -> list[DescribedConsumerGroup]:
+        default = self.consumer_manager.config.assignors[0]
+        out = []
+        for gid in ids:
+            g = self.consumer_manager.group(gid)
+            if g is not None:
+                out.append(consumer_views.describe(g, topics, default))
+            elif self.group_manager.group(gid) is not None:
+                out.append(consumer_views.not_found(gid, f"Group {gid} is not a consumer group."))
+            else:
+                out.append(consumer_views.not_found(gid, f"Group {gid} not found."))
+        return out
 
     def force_rebalance(self, group_id: str, reason: str, now_ms: int) -> tuple[str, Effects]:
         """Test control: rebalance a Stable/CompletingRebalance group now; returns the state it was in."""
         return self.group_manager.force_rebalance(group_id, reason, now_ms)
 
     def on_timer(self, key: tuple, now_ms: int) -> Effects:
+        if key[0] in (SESSION, REBALANCE):
+            fx = self._ctx.begin(now_ms)
+            self.consumer_manager.on_timer(key)
+            return fx
         return self.group_manager.on_timer(key, now_ms)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
@@ -114,12 +209,36 @@ class GroupCoordinatorShard:
     def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        return self.group_manager.list_groups(states_filter, types_filter)
+        states = {s.lower() for s in states_filter}
+        types = {t.lower() for t in types_filter}
+        listed = self.group_manager.list_groups(states_filter, types_filter)
+        if types and "consumer" not in types:
+            return listed
+        for gid, g in self.consumer_manager.groups.items():
+            if not states or g.state.lower() in states:
+                listed.append(ListedGroup(gid, "consumer", g.state, "consumer"))
+        return listed
 
     # ============================================================================ offset requests
 
-    def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
-        return self.offset_manager.commit_offsets(req, token, now_ms)
+    def commit_offsets(
+        self,
+        req: OffsetCommitRequest,
+        token: Hashable,
+        now_ms: int,
+        topic_ids: Callable[[str], uuid.UUID | None] | None = None,
+    ) -> Effects:
+        """`topic_ids` maps a committed topic name to its id, for a consumer group's per-partition
+        assignment-epoch check (without it, no partition of an older epoch passes)."""
+        g = self.consumer_manager.group(req.group_id)
+        if g is None:
+            return self.offset_manager.commit_offsets(req, token, now_ms)
+        lookup = topic_ids or (lambda name: None)
+        partitions = [(lookup(topic), p.partition) for topic, parts in req.topics for p in parts]
+        checked = g.validate_offset_commit(
+            req.member_id, req.group_instance_id, req.generation_id, False, req.version, partitions
+        )
+        return self.offset_manager.commit_offsets(req, token, now_ms, checked=checked)
 
     def txn_commit_offsets(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
         """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`)."""
@@ -133,6 +252,11 @@ class GroupCoordinatorShard:
         return self.offset_manager.txn.complete(group_id, producer_id, commit, token, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
+        g = self.consumer_manager.group(req.group_id)
+        if g is not None and req.version >= 9:
+            err = g.validate_offset_fetch(req.member_id, req.member_epoch)
+            if err:
+                return OffsetFetchResult(err, _fetch_errors(req, err))
         return self.offset_manager.fetch_offsets(req, now_ms)
 
     def delete_offsets(
@@ -148,6 +272,16 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         results: list[tuple[str, int]] = []
         for gid in dict.fromkeys(ids):
+            cg = self.consumer_manager.group(gid)
+            if cg is not None:
+                if cg.members:
+                    results.append((gid, int(E.NON_EMPTY_GROUP)))
+                else:
+                    self.offset_manager.tombstone_group_offsets(gid)
+                    self.consumer_manager.delete(gid)
+                    self.offset_manager.remove_group(gid)
+                    results.append((gid, NONE))
+                continue
             g = self.group_manager.group(gid)
             if g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
@@ -191,6 +325,8 @@ class GroupCoordinatorShard:
             self.offset_manager.replay_offset(record)
         elif isinstance(record, PendingOffsetRecord):
             self.offset_manager.txn.replay(record)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.consumer_manager.replay(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
 
     def finish_load(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -200,6 +336,7 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
+        self.consumer_manager.on_loaded(group_ids)
         return fx
 
     def unload(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -208,5 +345,15 @@ class GroupCoordinatorShard:
         Dead (journalled, reason `unloaded`)."""
         fx = self._ctx.begin(now_ms)
         self.group_manager.unload(group_ids)
+        self.consumer_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
         return fx
+
+
+def _fetch_errors(req: OffsetFetchRequest, err: int) -> tuple[tuple[str, tuple[FetchedPartition, ...]], ...]:
+    """Every requested partition with the group-level error (what Kafka's v9 handler fills in)."""
+    if req.topics is None:
+        return ()
+    return tuple(
+        (topic, tuple(FetchedPartition(p, -1, -1, "", err) for p in parts)) for topic, parts in req.topics
+    )
