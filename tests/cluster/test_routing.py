@@ -49,7 +49,9 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
                 want = ErrorCode.UNKNOWN_MEMBER_ID if owners[g] == node_id else ErrorCode.NOT_COORDINATOR
                 assert hb.error_code == want, (g, node_id)
                 # KIP-848 heartbeats are routed the same way (an unknown group at epoch 3: GROUP_ID_NOT_FOUND)
-                cg = c.request(68, 1, ConsumerGroupHeartbeatRequest(group_id=g, member_id="m", member_epoch=3))
+                cg = c.request(
+                    68, 1, ConsumerGroupHeartbeatRequest(group_id=g, member_id="m", member_epoch=3)
+                )
                 want = ErrorCode.GROUP_ID_NOT_FOUND if owners[g] == node_id else ErrorCode.NOT_COORDINATOR
                 assert cg.error_code == want, (g, node_id)
         finally:
