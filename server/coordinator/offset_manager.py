@@ -168,10 +168,17 @@ class OffsetMetadataManager:
             return int(E.GROUP_ID_NOT_FOUND), ()
         if g.state in (STABLE, PREPARING, COMPLETING) and g.protocol_type != CONSUMER:
             return int(E.NON_EMPTY_GROUP), ()
+        return NONE, self.delete_unsubscribed(group_id, topics, g.subscribed_topics or ())
+
+    def delete_unsubscribed(
+        self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]], subscribed_topics: Collection[str]
+    ) -> tuple[tuple[str, tuple[tuple[int, int], ...]], ...]:
+        """OffsetDelete's per-partition part, for any kind of group: a topic the group subscribes to gets
+        GROUP_SUBSCRIBED_TO_TOPIC, every other partition NONE (with a tombstone when it had an offset)."""
         offsets = self.offsets.get(group_id, {})
         out = []
         for topic, partitions in topics:
-            subscribed = g.subscribed_topics is not None and topic in g.subscribed_topics
+            subscribed = topic in subscribed_topics
             errors = []
             for p in partitions:
                 if subscribed:
@@ -181,7 +188,7 @@ class OffsetMetadataManager:
                     self.ctx.fx.record(OffsetRecord(group_id, topic, p, None))
                 errors.append((p, NONE))
             out.append((topic, tuple(errors)))
-        return NONE, tuple(out)
+        return tuple(out)
 
     # ========================================================================= retention and expiry
 

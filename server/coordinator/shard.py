@@ -264,6 +264,12 @@ class GroupCoordinatorShard:
     ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
         """OffsetDelete (API 47): the result and the tombstones to write before answering."""
         fx = self._ctx.begin(now_ms)
+        cg = self.consumer_manager.group(group_id)
+        if cg is not None:  # a consumer group: no member check (spec §8.6), its subscriptions protect
+            return (
+                NONE,
+                self.offset_manager.delete_unsubscribed(group_id, topics, cg.subscribed_names()),
+            ), fx
         return self.offset_manager.delete_offsets(group_id, topics), fx
 
     # ============================================================ across managers: delete, cleanup

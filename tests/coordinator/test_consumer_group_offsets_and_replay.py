@@ -170,3 +170,15 @@ def test_46_replay_restores_epochs_members_and_timers() -> None:
     assert {("cg-session", "g", "m1"), ("cg-session", "g", "s2"), ("cg-rebalance", "g", "m1")} <= keys
     for tp in (0, 1, 2, 3, 4, 5):
         assert a.partition_epoch(FOO, tp) == b.partition_epoch(FOO, tp)
+
+
+def test_offset_delete_on_a_consumer_group_spares_subscribed_topics() -> None:
+    h = Harness()
+    h.hb("m1", 0)
+    commit(h, "m1", 1, (0,))
+    req = OffsetCommitRequest(9, "g", 1, "m1", None, -1, (("bar", (CommitPartition(0, 5),)),))
+    h.apply(h.shard.commit_offsets(req, "c", h.now, topic_ids=lambda n: None))
+    (err, topics), fx = h.shard.delete_offsets("g", [("foo", [0]), ("bar", [0])], h.now)
+    assert err == E.NONE
+    assert dict(topics) == {"foo": ((0, E.GROUP_SUBSCRIBED_TO_TOPIC),), "bar": ((0, E.NONE),)}
+    assert set(h.shard.committed_offsets("g")) == {("foo", 0)}
