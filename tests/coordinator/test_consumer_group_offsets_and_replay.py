@@ -178,7 +178,7 @@ def test_offset_delete_on_a_consumer_group_spares_subscribed_topics() -> None:
     commit(h, "m1", 1, (0,))
     req = OffsetCommitRequest(9, "g", 1, "m1", None, -1, (("bar", (CommitPartition(0, 5),)),))
     h.apply(h.shard.commit_offsets(req, "c", h.now, topic_ids=lambda n: None))
-    (err, topics), fx = h.shard.delete_offsets("g", [("foo", [0]), ("bar", [0])], h.now)
+    (err, topics), _ = h.shard.delete_offsets("g", [("foo", [0]), ("bar", [0])], h.now)
     assert err == E.NONE
     assert dict(topics) == {"foo": ((0, E.GROUP_SUBSCRIBED_TO_TOPIC),), "bar": ((0, E.NONE),)}
     assert set(h.shard.committed_offsets("g")) == {("foo", 0)}
