@@ -196,7 +196,7 @@ class ConsumerGroupRecord:
     value: ConsumerGroupValue | None  # None: tombstone
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, int, str, str]:
         return ("consumer_group", self.kind, self.group_id, self.member_id)
 
 

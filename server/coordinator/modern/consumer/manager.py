@@ -47,11 +47,15 @@ SESSION = "cg-session"
 REBALANCE = "cg-rebalance"
 
 
-def session_key(group_id: str, member_id: str) -> tuple:
+#: (kind, group id, member id): the runtime reads the group id at [1] for the group's mailbox
+TimerKey = tuple[str, str, str]
+
+
+def session_key(group_id: str, member_id: str) -> TimerKey:
     return (SESSION, group_id, member_id)
 
 
-def rebalance_key(group_id: str, member_id: str) -> tuple:
+def rebalance_key(group_id: str, member_id: str) -> TimerKey:
     return (REBALANCE, group_id, member_id)
 
 
@@ -413,7 +417,7 @@ class ConsumerGroupManager:
         else:
             self._cancel(key)
 
-    def _cancel(self, key: tuple) -> None:
+    def _cancel(self, key: TimerKey) -> None:
         if key[0] == REBALANCE:
             self._rebalance_epochs.pop((key[1], key[2]), None)
         self.ctx.fx.timer(CancelTimer(key))
@@ -422,8 +426,8 @@ class ConsumerGroupManager:
         self._cancel(session_key(group_id, member_id))
         self._cancel(rebalance_key(group_id, member_id))
 
-    def on_timer(self, key: tuple) -> None:
-        kind, group_id, member_id = key[0], key[1], key[2]
+    def on_timer(self, key: tuple[object, ...]) -> None:
+        kind, group_id, member_id = str(key[0]), str(key[1]), str(key[2])
         g = self.groups.get(group_id)
         if g is None or member_id not in g.members:
             return

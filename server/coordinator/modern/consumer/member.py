@@ -60,7 +60,7 @@ class ConsumerGroupMember:
     def assigned_partitions(self) -> dict[uuid.UUID, frozenset[int]]:
         return {t: frozenset(ps) for t, ps in self.assigned.items() if ps}
 
-    def metadata_key(self) -> tuple:
+    def metadata_key(self) -> tuple[object, ...]:
         """The fields of the member metadata record: a change of any of them is persisted."""
         return (
             self.instance_id,
@@ -73,7 +73,7 @@ class ConsumerGroupMember:
             self.server_assignor,
         )
 
-    def assignment_key(self) -> tuple:
+    def assignment_key(self) -> tuple[object, ...]:
         """The fields of the current assignment record."""
         return (
             self.member_epoch,
