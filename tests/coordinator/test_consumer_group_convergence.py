@@ -91,3 +91,56 @@ def test_random_membership_converges_without_double_ownership(actions, assignor)
     assert sorted(owned, key=str) == sorted(wanted, key=str)
     for c in clients.values():
         assert {t: set(p) for t, p in g.members[c.name].assigned.items() if p} == c.owned
+
+
+REQUESTS = st.fixed_dictionaries(
+    {
+        "member_id": st.sampled_from(["", " ", "m0", "m1", "m2"]),
+        "epoch": st.integers(-4, 6),
+        "topics": st.none() | st.lists(st.sampled_from(["foo", "bar", "ghost", ""]), max_size=3).map(tuple),
+        "owned": st.none()
+        | st.dictionaries(
+            st.sampled_from([FOO, BAR]), st.frozensets(st.integers(-2, 8), max_size=4), max_size=2
+        ),
+        "instance_id": st.none() | st.sampled_from(["", "i1", "i2"]),
+        "rebalance_timeout_ms": st.sampled_from([-1, 0, 5, 300000]),
+        "assignor": st.none() | st.sampled_from(["uniform", "range", "sticky"]),
+        "version": st.sampled_from([0, 1]),
+        "regex": st.none() | st.sampled_from(["", "fo.*"]),
+    }
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(REQUESTS, min_size=1, max_size=30), st.lists(st.integers(0, 50_000), min_size=1, max_size=5))
+def test_any_heartbeat_is_answered_and_the_group_stays_consistent(reqs, waits) -> None:  # type: ignore[no-untyped-def]
+    """Arbitrary (also invalid) heartbeats and timer expiries: every request gets a result with a Kafka error
+    code, and the partition-epoch index always matches the members' partitions."""
+    h = Harness()
+    for i, r in enumerate(reqs):
+        result = h.hb(
+            r["member_id"],
+            r["epoch"],
+            topics=r["topics"],
+            owned=r["owned"],
+            instance_id=r["instance_id"],
+            rebalance_timeout_ms=r["rebalance_timeout_ms"],
+            assignor=r["assignor"],
+            version=r["version"],
+            regex=r["regex"],
+        )
+        assert result.error in {int(e) for e in E}
+        if result.error:
+            assert result.member_epoch == 0 and result.assignment is None
+        h.advance(waits[i % len(waits)])
+        g = h.group()
+        if g is None:
+            continue
+        owners: dict = {}
+        for m in g.members.values():
+            for a in (m.assigned, m.pending_revocation):
+                for t, ps in a.items():
+                    for p in ps:
+                        assert (t, p) not in owners, "two owners"
+                        owners[(t, p)] = m.member_epoch
+        assert owners == g._partition_epochs
