@@ -209,8 +209,8 @@ class GroupCoordinatorShard:
     def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        states = {s.lower() for s in states_filter}
-        types = {t.lower() for t in types_filter}
+        states = {s.strip().lower() for s in states_filter}
+        types = {t.strip().lower() for t in types_filter}
         listed = self.group_manager.list_groups(states_filter, types_filter)
         if types and "consumer" not in types:
             return listed

@@ -140,6 +140,22 @@ def test_scale_one_three_two_every_record_once_and_commits_fetched_back(server_f
         g = describe(srv, group)
         assert g.group_epoch > epoch_one and len(g.members) == 3
         assert sorted(len(m.partitions) for m in members) == [2, 2, 2]
+        # librdkafka's admin describes (ConsumerGroupDescribe) and lists (ListGroups v5) the group as Kafka's
+        from confluent_kafka import ConsumerGroupState, ConsumerGroupType
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": srv.bootstrap})
+        d = admin.describe_consumer_groups([group])[group].result(15)
+        assert (d.state, d.type, d.partition_assignor) == (
+            ConsumerGroupState.STABLE,
+            ConsumerGroupType.CONSUMER,
+            "uniform",
+        )
+        assert {m.member_id: {tp.partition for tp in m.assignment.topic_partitions} for m in d.members} == {
+            m.member_id: m.partitions for m in members
+        }
+        listed = {g.group_id: g.type for g in admin.list_consumer_groups().result(15).valid}
+        assert listed[group] == ConsumerGroupType.CONSUMER
         produce(srv.bootstrap, topic, 30, 30)
         wait_for_sync(lambda: len(seen) == 60, 60, "three members consume the next 30")
         assert {seen[f"v{i}"] for i in range(30, 60)} <= {"c0", "c1", "c2"}
