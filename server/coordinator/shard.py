@@ -87,6 +87,7 @@ class GroupCoordinatorShard:
             self._ctx, consumer_config, None if id_factory is None else (lambda: id_factory(""))
         )
         self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
+        self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -240,9 +241,24 @@ class GroupCoordinatorShard:
         )
         return self.offset_manager.commit_offsets(req, token, now_ms, checked=checked)
 
-    def txn_commit_offsets(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
-        """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`)."""
-        return self.offset_manager.txn.commit(req, token, now_ms)
+    def txn_commit_offsets(
+        self,
+        req: TxnOffsetCommitRequest,
+        token: Hashable,
+        now_ms: int,
+        topic_ids: Callable[[str], uuid.UUID | None] | None = None,
+    ) -> Effects:
+        """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`).
+        On a consumer group the member checks are `ConsumerGroup.validateOffsetCommit`'s transactional ones."""
+        g = self.consumer_manager.group(req.group_id)
+        if g is None:
+            return self.offset_manager.txn.commit(req, token, now_ms)
+        lookup = topic_ids or (lambda name: None)
+        partitions = [(lookup(topic), p.partition) for topic, parts in req.topics for p in parts]
+        checked = g.validate_offset_commit(
+            req.member_id, req.group_instance_id, req.generation_id, True, req.version, partitions
+        )
+        return self.offset_manager.txn.commit(req, token, now_ms, checked=checked)
 
     def complete_transaction(
         self, group_id: str, producer_id: int, commit: bool, token: Hashable, now_ms: int

@@ -182,3 +182,26 @@ def test_offset_delete_on_a_consumer_group_spares_subscribed_topics() -> None:
     assert err == E.NONE
     assert dict(topics) == {"foo": ((0, E.GROUP_SUBSCRIBED_TO_TOPIC),), "bar": ((0, E.NONE),)}
     assert set(h.shard.committed_offsets("g")) == {("foo", 0)}
+
+
+def test_txn_offset_commit_on_a_consumer_group_checks_member_epochs_and_makes_no_classic_group() -> None:
+    """A KIP-848 member's transactional commit (Java's sendOffsetsToTransaction with the group metadata)."""
+    from groupcoord.server.coordinator.types import TxnOffsetCommitRequest
+
+    h = Harness()
+    h.hb("m1", 0)
+
+    def txn(member: str, epoch: int, pid: int) -> set[int]:
+        req = TxnOffsetCommitRequest(3, "g", pid, epoch, member, None, (("foo", (CommitPartition(0, 7),)),))
+        h.apply(h.shard.txn_commit_offsets(req, "t", h.now, topic_ids=lambda n: FOO))
+        ((_, result),) = h.replies
+        return {err for _, ps in result.topics for _, err in ps}
+
+    assert txn("m1", 1, 100) == {E.NONE}
+    assert txn("m1", 2, 101) == {E.STALE_MEMBER_EPOCH}
+    assert txn("ghost", 1, 102) == {E.UNKNOWN_MEMBER_ID}
+    assert txn("", -1, 103) == {E.NONE}  # no member information: accepted, as Kafka
+    h.apply(h.shard.complete_transaction("g", 100, True, "m", h.now))
+    assert h.shard.committed_offsets("g")[("foo", 0)].offset == 7
+    assert h.shard.group_manager.group("g") is None
+    assert h.hb("m1", 1).error == E.NONE  # still a consumer group
