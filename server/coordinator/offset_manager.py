@@ -216,23 +216,34 @@ class OffsetMetadataManager:
         else:
             base = None
         if base is not None:
-            retention = self.ctx.config.offsets_retention_ms
-            for (topic, partition), v in list(offsets.items()):
-                if (
-                    topic in subscribed
-                    or (gid, topic, partition) in self.inflight
-                    or self.txn.is_pending(gid, topic, partition)
-                ):
-                    continue
-                expired = (
-                    now_ms >= v.expire_timestamp
-                    if v.expire_timestamp != -1
-                    else now_ms - base(v) >= retention
-                )
-                if expired:
-                    del offsets[(topic, partition)]
-                    self.ctx.fx.record(OffsetRecord(gid, topic, partition, None))
+            self._expire(gid, base, subscribed, now_ms)
         return not offsets and not self.has_pending_commits(gid)
+
+    def cleanup_expired_by_commit_time(self, group_id: str, subscribed: Collection[str], now_ms: int) -> bool:
+        """A KIP-848 consumer group's expiry (Kafka's `ConsumerGroup.offsetExpirationCondition`): an offset of
+        a topic the group does not subscribe to expires `offsets.retention` after its commit; True when none
+        is left (the shard then deletes the group if it is Empty)."""
+        self._expire(group_id, lambda v: v.commit_timestamp, subscribed, now_ms)
+        return not self.offsets.get(group_id) and not self.has_pending_commits(group_id)
+
+    def _expire(
+        self, gid: str, base: Callable[[OffsetValue], int], subscribed: Collection[str], now_ms: int
+    ) -> None:
+        offsets = self.offsets.get(gid, {})
+        retention = self.ctx.config.offsets_retention_ms
+        for (topic, partition), v in list(offsets.items()):
+            if (
+                topic in subscribed
+                or (gid, topic, partition) in self.inflight
+                or self.txn.is_pending(gid, topic, partition)
+            ):
+                continue
+            expired = (
+                now_ms >= v.expire_timestamp if v.expire_timestamp != -1 else now_ms - base(v) >= retention
+            )
+            if expired:
+                del offsets[(topic, partition)]
+                self.ctx.fx.record(OffsetRecord(gid, topic, partition, None))
 
     # ====================================================================== deletion and loading
 

@@ -321,6 +321,14 @@ class GroupCoordinatorShard:
         for g in list(self.group_manager.groups.values()):
             if self.offset_manager.cleanup_expired_offsets(g, now_ms) and g.state == EMPTY:
                 self._delete_group(g, "expired")
+        for cg in list(self.consumer_manager.groups.values()):
+            subscribed = cg.subscribed_names()
+            if (
+                self.offset_manager.cleanup_expired_by_commit_time(cg.group_id, subscribed, now_ms)
+                and not cg.members
+            ):
+                self.consumer_manager.delete(cg.group_id)
+                self.offset_manager.remove_group(cg.group_id)
         return fx
 
     def reset_group(self, group_id: str, now_ms: int) -> Effects:

@@ -205,3 +205,19 @@ def test_txn_offset_commit_on_a_consumer_group_checks_member_epochs_and_makes_no
     assert h.shard.committed_offsets("g")[("foo", 0)].offset == 7
     assert h.shard.group_manager.group("g") is None
     assert h.hb("m1", 1).error == E.NONE  # still a consumer group
+
+
+def test_offsets_expire_by_commit_time_except_subscribed_topics_then_the_empty_group_goes() -> None:
+    h = Harness()
+    h.shard.config = h.shard.config.__class__(offsets_retention_ms=10_000)
+    h.hb("m1", 0)
+    commit(h, "m1", 1, (0,))
+    req = OffsetCommitRequest(9, "g", 1, "m1", None, -1, (("bar", (CommitPartition(0, 5),)),))
+    h.apply(h.shard.commit_offsets(req, "c", h.now, topic_ids=lambda n: None))
+    h.now += 20_000
+    h.apply(h.shard.cleanup_expired_offsets(h.now))
+    assert set(h.shard.committed_offsets("g")) == {("foo", 0)}  # foo is subscribed: kept
+    h.hb("m1", -1)
+    h.apply(h.shard.cleanup_expired_offsets(h.now))
+    assert h.shard.committed_offsets("g") == {} and h.group() is None
+    assert h.records[-1] == ConsumerGroupRecord(3, "g", "", None)
