@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.coordinator.context import NONE, OperationContext
+from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.modern.consumer import views as consumer_views
@@ -177,7 +177,17 @@ class GroupCoordinatorShard:
                 pass  # the heartbeat below answers the validation error; nothing is converted
             else:
                 self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
-        self.consumer_manager.heartbeat(req, topics, token)
+        result = self.consumer_manager.heartbeat(req, topics)
+        if not fx.records:
+            fx.reply(token, result)
+            return fx
+
+        def after(ok: bool, now: int) -> Effects:
+            fx2 = self._ctx.begin(now)
+            fx2.reply(token, result if ok else ConsumerGroupHeartbeatResult(PERSIST_ERROR))
+            return fx2
+
+        fx.after_persist = after
         return fx
 
     def consumer_group_describe(self, ids: Iterable[str], topics: TopicImage) -> list[DescribedConsumerGroup]:

@@ -95,8 +95,8 @@ class Harness:
             client_id="client",
             client_host="/127.0.0.1",
         )
-        fx = self.apply(self.shard.consumer_group_heartbeat(req, self.image, "token", self.now))
-        ((token, result),) = fx.replies
+        self.apply(self.shard.consumer_group_heartbeat(req, self.image, "token", self.now))
+        ((token, result),) = self.replies
         assert token == "token"
         return result
 

@@ -332,3 +332,22 @@ def test_33_describe_shows_pending_revocations_and_the_target() -> None:
     assert len(m1.target_assignment[0].partitions) == 3 and m1.target_assignment[0].topic_name == "foo"
     (missing,) = h.shard.consumer_group_describe(["nope"], h.image)
     assert missing.error == E.GROUP_ID_NOT_FOUND
+
+
+def test_a_heartbeat_is_answered_after_its_records_and_a_failed_write_is_coordinator_not_available() -> None:
+    from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupHeartbeatRequest
+
+    h = Harness()
+    req = ConsumerGroupHeartbeatRequest(
+        1, "g", "m1", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("foo",), topic_partitions={}
+    )
+    fx = h.shard.consumer_group_heartbeat(req, h.image, "t", h.now)
+    assert fx.records and not fx.replies  # nothing is answered before the write
+    failed = fx.after_persist(False, h.now)
+    assert [(tok, r.error) for tok, r in failed.replies] == [("t", E.COORDINATOR_NOT_AVAILABLE)]
+    # a heartbeat that changes nothing writes nothing and is answered at once
+    h = Harness()
+    h.hb("m1", 0)
+    same = ConsumerGroupHeartbeatRequest(1, "g", "m1", 1, client_id="client", client_host="/127.0.0.1")
+    fx = h.shard.consumer_group_heartbeat(same, h.image, "u", h.now)
+    assert not fx.records and [(tok, r.error, r.member_epoch) for tok, r in fx.replies] == [("u", E.NONE, 1)]

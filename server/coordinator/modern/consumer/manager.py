@@ -10,7 +10,7 @@ only the changes they cause are.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.assignors import PartitionAssignorError
@@ -131,9 +131,11 @@ class ConsumerGroupManager:
 
     # =================================================================================== heartbeat
 
-    def heartbeat(self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage, token: Hashable) -> None:
-        """Answer `token` (after the records are durable) with a `ConsumerGroupHeartbeatResult`."""
-        fx = self.ctx.fx
+    def heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
+    ) -> ConsumerGroupHeartbeatResult:
+        """The heartbeat's answer; its records are in the operation's `Effects` (the shard answers once they
+        are durable)."""
         try:
             self.validate(req)
             result = self._leave(req) if req.member_epoch < 0 else self._heartbeat(req, topics)
@@ -141,7 +143,7 @@ class ConsumerGroupManager:
             result = ConsumerGroupHeartbeatResult(err.code, err.message)
         except PartitionAssignorError as err:
             result = ConsumerGroupHeartbeatResult(int(E.UNKNOWN_SERVER_ERROR), str(err))
-        fx.reply(token, result)
+        return result
 
     def _heartbeat(
         self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
