@@ -111,7 +111,7 @@ class ConsumerGroupManager:
             if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
                 raise HeartbeatError(
                     E.INVALID_REQUEST,
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
                 )
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if req.instance_id is None:
@@ -120,7 +120,9 @@ class ConsumerGroupManager:
             raise HeartbeatError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
         if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
             raise HeartbeatError(
-                E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported."
+                E.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.assignors)}.",
             )
         if req.subscribed_topic_regex:
             # regex subscriptions (KIP-848 §2.5) are not part of this landing: refused, never ignored
