@@ -154,7 +154,7 @@ class ConsumerGroupManager:
         g = self.groups.get(req.group_id)
         if g is None:
             if req.member_epoch != 0:
-                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
             g = ConsumerGroup(req.group_id)
         static_holder = g.static_member(req.instance_id)
         at_max = len(g.members) >= cfg.max_size
