@@ -9,7 +9,6 @@ fields; tombstones never reach replay (stores delete the key).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 
 from groupcoord.server.coordinator.modern.consumer.api import Partitions
 from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
@@ -175,7 +174,3 @@ def replay(groups: dict[str, ConsumerGroup], r: ConsumerGroupRecord) -> None:
                     pending_revocation=_assignment(v.partitions_pending_revocation, v.member_epoch),
                 )
             )
-
-
-def as_partitions(a: Mapping[uuid.UUID, Mapping[int, int]]) -> Partitions:
-    return {t: frozenset(ps) for t, ps in a.items() if ps}

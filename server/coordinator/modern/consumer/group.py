@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.modern.consumer.member import (
@@ -89,14 +89,6 @@ class ConsumerGroup:
             return default
         best = max(counts.values())
         return min(n for n, c in counts.items() if c == best)
-
-    def is_homogeneous_with(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> bool:
-        subs = {
-            m.subscribed_topic_names for mid, m in self.members.items() if old is None or mid != old.member_id
-        }
-        if new is not None:
-            subs.add(new.subscribed_topic_names)
-        return len(subs) <= 1
 
     # --------------------------------------------------------------------------------------- members
 
@@ -195,6 +187,3 @@ class ConsumerGroup:
         if member_epoch != m.member_epoch:
             return int(E.STALE_MEMBER_EPOCH)
         return int(E.NONE)
-
-
-TopicLookup = Callable[[str], "tuple[uuid.UUID, int] | None"]

@@ -87,11 +87,5 @@ class ConsumerGroupMember:
         return self.state == STABLE and self.member_epoch == epoch
 
 
-def owned_partitions(owned: Partitions | None) -> set[tuple[uuid.UUID, int]] | None:
-    if owned is None:
-        return None
-    return {(t, p) for t, ps in owned.items() for p in ps}
-
-
 def pairs(a: Assignment) -> set[tuple[uuid.UUID, int]]:
     return {(t, p) for t, ps in a.items() for p in ps}
