@@ -3,7 +3,9 @@
 
 ConsumerGroupHeartbeat: READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed
 topic name (TOPIC_AUTHORIZATION_FAILED; nothing is created). ConsumerGroupDescribe: DESCRIBE on each group,
-a denied group's entry gets GROUP_AUTHORIZATION_FAILED; AuthorizedOperations from the ACLs when asked for.
+a denied group's entry gets GROUP_AUTHORIZATION_FAILED, and one whose members' assignments or targets name a
+topic the caller may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED without members; AuthorizedOperations from
+the ACLs when asked for.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ def consumer_group_describe(handler: Handler) -> Handler:
             for g in resp.groups:
                 if g.group_id in denied:
                     out.append(cgd.DescribedGroup(error_code=GROUP_DENIED, group_id=g.group_id))
+                elif _hidden_topics(ctx, g):
+                    out.append(
+                        cgd.DescribedGroup(
+                            error_code=TOPIC_DENIED,
+                            error_message="The described group uses topics that the client is not authorized "
+                            "to describe.",
+                            group_id=g.group_id,
+                        )
+                    )
                 elif req.include_authorized_operations and g.error_code == 0:
                     ops = access.operations(ctx.principal, ctx.conn.peer_host, GROUP, g.group_id)
                     out.append(_replace(g, authorized_operations=ops))
@@ -54,3 +65,13 @@ def consumer_group_describe(handler: Handler) -> Handler:
         return then(handler(ctx, req), fix)
 
     return checked
+
+
+def _hidden_topics(ctx: RequestContext, g: Any) -> bool:
+    names = {
+        tp.topic_name
+        for m in g.members
+        for a in (m.assignment, m.target_assignment)
+        for tp in a.topic_partitions
+    }
+    return any(not allowed(ctx, DESCRIBE, TOPIC, n) for n in names)
