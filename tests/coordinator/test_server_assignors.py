@@ -3,6 +3,7 @@ tables worked out from Kafka's algorithms (spec §4.3-§4.4) and checked for the
 
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
@@ -131,3 +132,72 @@ def test_uniform_invariants(n: int, parts: list[int], hetero: bool, seed: int) -
         quota = sum(counts.values()) // (n + 1)
         for m in members:
             assert len(flat(again[m]) & flat(out[m])) >= min(len(flat(out[m])), quota)
+
+
+# Kafka's UniformHomogeneousAssignmentBuilderTest (4.3) cases, with its topic ids (T1 sorts before T2 in both
+# Kafka's base64 and our hex form) and members A, B, C in TreeMap order, as Kafka's tests build them.
+T1 = uuid.UUID(bytes=base64.urlsafe_b64decode("T1-A4s3VTwiI5CTbEp6POw=="))
+T2 = uuid.UUID(bytes=base64.urlsafe_b64decode("T2-B4s3VTwiI5YHbPp6YUe=="))
+
+
+def test_kafka_case_unbalanced_previous_assignment() -> None:
+    g = spec({"A": ({T1, T2}, {T1: {0, 1}, T2: {0, 1}}), "B": ({T1, T2}, {T1: {2}, T2: {2}})}, {T1: 3, T2: 3})
+    assert UniformAssignor().assign(g) == {
+        "A": {T1: frozenset({0, 1}), T2: frozenset({0})},
+        "B": {T1: frozenset({2}), T2: frozenset({1, 2})},
+    }
+
+
+def test_kafka_case_one_member_added_after_two_members_two_topics() -> None:
+    g = spec(
+        {"A": ({T1, T2}, {T1: {0, 2}, T2: {0}}), "B": ({T1, T2}, {T1: {1}, T2: {1, 2}}), "C": ({T1, T2}, {})},
+        {T1: 3, T2: 3},
+    )
+    assert UniformAssignor().assign(g) == {
+        "A": {T1: frozenset({0, 2})},
+        "B": {T1: frozenset({1}), T2: frozenset({1})},
+        "C": {T2: frozenset({0, 2})},
+    }
+
+
+def test_kafka_case_one_subscription_removed() -> None:
+    g = spec({"A": ({T2}, {T1: {0}, T2: {0}}), "B": ({T2}, {T1: {1}, T2: {1}})}, {T1: 2, T2: 2})
+    assert UniformAssignor().assign(g) == {"A": {T2: frozenset({0})}, "B": {T2: frozenset({1})}}
+
+
+def test_partitions_added_follow_our_topic_order() -> None:
+    """Kafka's testReassignmentWhenPartitionsAreAddedForTwoMembersTwoTopics hands out the new partitions in
+    its HashSet order of topic ids (T2's first); we iterate topic ids in sorted order (T1's first), so the
+    same quotas are filled with the other topic's partitions (docs/differences.md)."""
+    g = spec({"A": ({T1, T2}, {T1: {0, 2}, T2: {0}}), "B": ({T1, T2}, {T1: {1}, T2: {1, 2}})}, {T1: 6, T2: 5})
+    assert UniformAssignor().assign(g) == {
+        "A": {T1: frozenset({0, 2, 3, 4}), T2: frozenset({0})},
+        "B": {T1: frozenset({1, 5}), T2: frozenset({1, 2, 3, 4})},
+    }
+
+
+# Kafka's RangeAssignorTest (4.3) cases
+T3 = uuid.UUID(bytes=base64.urlsafe_b64decode("T3-CU8fVTLCz5YMkLoDQsa=="))
+
+
+def test_kafka_range_three_members_three_topics_different_subscriptions() -> None:
+    g = spec({"A": ({T1, T2}, {}), "B": ({T3}, {}), "C": ({T2, T3}, {})}, {T1: 3, T2: 3, T3: 2})
+    assert RangeAssignor().assign(g) == {
+        "A": {T1: frozenset({0, 1, 2}), T2: frozenset({0, 1})},
+        "B": {T3: frozenset({0})},
+        "C": {T2: frozenset({2}), T3: frozenset({1})},
+    }
+
+
+def test_kafka_range_mixed_static_membership_survives_a_new_member_id() -> None:
+    inst = {"A": "instanceA", "C": "instanceC"}
+    first = RangeAssignor().assign(spec({m: ({T1}, {}) for m in "ACB"}, {T1: 5}, inst=inst))
+    again = RangeAssignor().assign(
+        spec(
+            {m: ({T1}, {}) for m in ("memberA1", "C", "B")},
+            {T1: 5},
+            inst={"memberA1": "instanceA", "C": "instanceC"},
+        )
+    )
+    assert (again["memberA1"], again["B"], again["C"]) == (first["A"], first["B"], first["C"])
+    assert first == {"A": {T1: frozenset({0, 1})}, "C": {T1: frozenset({2, 3})}, "B": {T1: frozenset({4})}}
