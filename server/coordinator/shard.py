@@ -159,6 +159,11 @@ class GroupCoordinatorShard:
         """ConsumerGroupHeartbeat (spec §2): `token` gets a `ConsumerGroupHeartbeatResult` once the
         records the heartbeat caused are durable."""
         fx = self._ctx.begin(now_ms)
+        try:
+            self.consumer_manager.validate(req)  # the request's own checks come first, as in Kafka
+        except HeartbeatError as err:
+            fx.reply(token, ConsumerGroupHeartbeatResult(err.code, err.message))
+            return fx
         classic = self.group_manager.group(req.group_id)
         if classic is not None and classic.state != DEAD:
             if (
@@ -171,12 +176,7 @@ class GroupCoordinatorShard:
                 message = f"Group {req.group_id} is not a consumer group."
                 fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
                 return fx
-            try:
-                self.consumer_manager.validate(req)
-            except HeartbeatError:
-                pass  # the heartbeat below answers the validation error; nothing is converted
-            else:
-                self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
+            self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
         result = self.consumer_manager.heartbeat(req, topics)
         if not fx.records:
             fx.reply(token, result)

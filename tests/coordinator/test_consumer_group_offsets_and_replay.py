@@ -221,3 +221,11 @@ def test_offsets_expire_by_commit_time_except_subscribed_topics_then_the_empty_g
     h.apply(h.shard.cleanup_expired_offsets(h.now))
     assert h.shard.committed_offsets("g") == {} and h.group() is None
     assert h.records[-1] == ConsumerGroupRecord(3, "g", "", None)
+
+
+def test_request_validation_comes_before_the_group_lookup() -> None:
+    h = Harness()
+    h.shard.group_manager.add_simple_group("g", h.now)
+    r = h.hb("", 0)  # v1 without a member id, on a classic group id
+    assert (r.error, r.error_message) == (E.INVALID_REQUEST, "MemberId can't be empty.")
+    assert h.shard.group_manager.group("g") is not None  # an invalid request converts nothing
