@@ -16,6 +16,7 @@ from groupcoord.server.apis import (
     authz,
     cluster,
     configs,
+    consumer_groups,
     data,
     groups,
     loading,
@@ -77,6 +78,8 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
     ApiKey.LIST_GROUPS: groups.list_groups,
     ApiKey.DELETE_GROUPS: groups.delete_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
     ApiKey.OFFSET_COMMIT: offsets.offset_commit,
     ApiKey.OFFSET_FETCH: offsets.offset_fetch,
     ApiKey.PRODUCE: data.produce,
@@ -218,7 +221,7 @@ class Broker:
             from groupcoord.server.control.clock import VirtualClock
 
             self.clock = VirtualClock(wall_ms())
-        self.machine = GroupCoordinatorShard(cfg.coordinator())
+        self.machine = GroupCoordinatorShard(cfg.coordinator(), consumer_config=cfg.consumer_group())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)
         self.txn = TxnCoordinator(
             self.store,

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupConfig
 from groupcoord.server.coordinator.types import CoordinatorConfig
 from groupcoord.server.journal.roll import pyarrow_available
 from groupcoord.server.net.listeners import Listener, ListenerError, build_listeners, single_plaintext
@@ -51,6 +52,18 @@ class ServerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     group_max_size: int = 2**31 - 1
+    # KIP-848 consumer groups: Kafka 4.3's group.consumer.* (defaults as Kafka's)
+    group_consumer_session_timeout_ms: int = 45000
+    group_consumer_min_session_timeout_ms: int = 45000
+    group_consumer_max_session_timeout_ms: int = 60000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15000
+    group_consumer_max_size: int = 2**31 - 1
+    group_consumer_assignors: str = "uniform,range"
+    group_consumer_assignment_interval_ms: int = 1000
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15000
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
@@ -137,6 +150,26 @@ class ServerConfig:
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offset_metadata_max_bytes=self.offset_metadata_max_bytes,
         )
+
+    def consumer_group(self) -> ConsumerGroupConfig:
+        """The KIP-848 consumer-group settings (`group.consumer.*`)."""
+        return ConsumerGroupConfig(
+            session_timeout_ms=self.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            max_size=self.group_consumer_max_size,
+            assignors=consumer_assignors(self.group_consumer_assignors),
+            assignment_interval_ms=self.group_consumer_assignment_interval_ms,
+        )
+
+
+def consumer_assignors(text: str) -> tuple[str, ...]:
+    """`group.consumer.assignors`: a comma-separated list of names (class names of Kafka's built-ins are
+    accepted too); the first is the default."""
+    aliases = {
+        "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+    }
+    return tuple(aliases.get(n.strip(), n.strip()) for n in text.split(",") if n.strip())
 
 
 def _bool(text: str) -> bool:
@@ -274,6 +307,49 @@ _OPTIONS: list[tuple[str, object, str]] = [
     ("--group-min-session-timeout-ms", int, "smallest session timeout a member may ask for (default 6000)"),
     ("--group-max-session-timeout-ms", int, "largest session timeout a member may ask for (default 1800000)"),
     ("--group-max-size", int, "most members a group may have (default unlimited: 2147483647)"),
+    ("--group-consumer-session-timeout-ms", int, "KIP-848 consumer group session timeout (default 45000)"),
+    (
+        "--group-consumer-min-session-timeout-ms",
+        int,
+        "lower bound of the consumer session timeout (default 45000)",
+    ),
+    (
+        "--group-consumer-max-session-timeout-ms",
+        int,
+        "upper bound of the consumer session timeout (default 60000)",
+    ),
+    (
+        "--group-consumer-heartbeat-interval-ms",
+        int,
+        "heartbeat interval given to consumer members (default 5000)",
+    ),
+    (
+        "--group-consumer-min-heartbeat-interval-ms",
+        int,
+        "lower bound of the heartbeat interval (default 5000)",
+    ),
+    (
+        "--group-consumer-max-heartbeat-interval-ms",
+        int,
+        "upper bound of the heartbeat interval (default 15000)",
+    ),
+    ("--group-consumer-max-size", int, "most members a consumer group may have (default 2147483647)"),
+    ("--group-consumer-assignors", str, "server assignors, the first the default (default uniform,range)"),
+    (
+        "--group-consumer-assignment-interval-ms",
+        int,
+        "least time between two target assignments of a consumer group; 0: at once (default 1000)",
+    ),
+    (
+        "--group-consumer-min-assignment-interval-ms",
+        int,
+        "lower bound of the assignment interval (default 0)",
+    ),
+    (
+        "--group-consumer-max-assignment-interval-ms",
+        int,
+        "upper bound of the assignment interval (default 15000)",
+    ),
     (
         "--offsets-retention-minutes",
         int,
@@ -475,6 +551,29 @@ def config_from_args(args: argparse.Namespace, environ: dict[str, str] | None = 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
+def _consumer_group_problems(cfg: ServerConfig) -> list[str]:
+    """Kafka's checks of the group.consumer.* settings (GroupCoordinatorConfig)."""
+    problems = []
+    for name, value, lo, hi in (
+        ("session-timeout-ms", cfg.group_consumer_session_timeout_ms, cfg.group_consumer_min_session_timeout_ms,
+         cfg.group_consumer_max_session_timeout_ms),
+        ("heartbeat-interval-ms", cfg.group_consumer_heartbeat_interval_ms,
+         cfg.group_consumer_min_heartbeat_interval_ms, cfg.group_consumer_max_heartbeat_interval_ms),
+        ("assignment-interval-ms", cfg.group_consumer_assignment_interval_ms,
+         cfg.group_consumer_min_assignment_interval_ms, cfg.group_consumer_max_assignment_interval_ms),
+    ):  # fmt: skip
+        if not lo <= value <= hi:
+            problems.append(f"--group-consumer-{name} must be between {lo} and {hi}")
+    if cfg.group_consumer_heartbeat_interval_ms >= cfg.group_consumer_session_timeout_ms:
+        problems.append("--group-consumer-heartbeat-interval-ms must be less than the session timeout")
+    if cfg.group_consumer_max_size < 1:
+        problems.append("--group-consumer-max-size must be at least 1")
+    names = consumer_assignors(cfg.group_consumer_assignors)
+    if not names or any(n not in ("uniform", "range") for n in names) or len(set(names)) != len(names):
+        problems.append("--group-consumer-assignors must list uniform and/or range, each once")
+    return problems
+
+
 def _validate(cfg: ServerConfig) -> None:
     problems = []
     try:
@@ -506,6 +605,7 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--group-min-session-timeout-ms exceeds --group-max-session-timeout-ms")
     if cfg.group_max_size < 1:
         problems.append("--group-max-size must be at least 1")
+    problems += _consumer_group_problems(cfg)
     if cfg.offsets_retention_minutes < 1:
         problems.append("--offsets-retention-minutes must be at least 1")
     if not 0 <= cfg.metrics_port <= 65535:

@@ -32,7 +32,7 @@ from typing import Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import authz_admin, authz_tools, authz_txn
+from groupcoord.server.apis import authz_admin, authz_consumer, authz_tools, authz_txn
 from groupcoord.server.apis.authz_common import (
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -428,6 +428,8 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.JOIN_GROUP: group_read(_group_error("join_group.JoinGroupResponse")),
     ApiKey.SYNC_GROUP: group_read(_group_error("sync_group.SyncGroupResponse")),
     ApiKey.HEARTBEAT: group_read(_group_error("heartbeat.HeartbeatResponse")),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: authz_consumer.consumer_group_heartbeat,  # KIP-848
+    ApiKey.CONSUMER_GROUP_DESCRIBE: authz_consumer.consumer_group_describe,
     ApiKey.LEAVE_GROUP: group_read(_group_error("leave_group.LeaveGroupResponse")),
     ApiKey.OFFSET_COMMIT: offset_commit,
     ApiKey.OFFSET_FETCH: offset_fetch,

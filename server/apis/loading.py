@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import consumer_group_describe as cgd
+from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
 from groupcoord.protocol.messages import delete_groups as dl
 from groupcoord.protocol.messages import describe_groups as dg
 from groupcoord.protocol.messages import heartbeat as hb
@@ -113,7 +115,24 @@ def _offset_delete(
     return od.OffsetDeleteResponse(error_code=code)
 
 
+def _consumer_heartbeat(
+    ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, code: ErrorCode = LOADING
+) -> cgh.ConsumerGroupHeartbeatResponse:
+    # KIP-848 clients retry both (librdkafka and Java treat them as coordinator errors, not fatal)
+    return cgh.ConsumerGroupHeartbeatResponse(error_code=code)
+
+
+def _consumer_describe(
+    ctx: RequestContext, req: cgd.ConsumerGroupDescribeRequest, code: ErrorCode = LOADING
+) -> cgd.ConsumerGroupDescribeResponse:
+    return cgd.ConsumerGroupDescribeResponse(
+        groups=tuple(cgd.DescribedGroup(error_code=code, group_id=g) for g in req.group_ids)
+    )
+
+
 WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_describe,
     ApiKey.JOIN_GROUP: _join,
     ApiKey.SYNC_GROUP: _sync,
     ApiKey.HEARTBEAT: _heartbeat,

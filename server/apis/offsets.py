@@ -13,6 +13,7 @@ Version notes:
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.errors import ErrorCode
@@ -74,14 +75,27 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     )
     machine = ctx.services.machine
     failed = plan.failed()
+    topics = ctx.services.topics
+
+    def topic_id(name: str) -> uuid.UUID | None:
+        info = topics.get(name)
+        return None if info is None else info.topic_id
+
     call = ctx.services.runtime.call_parked(
-        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now), lambda: failed
+        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), lambda: failed
     )
     return then(call, respond)
 
 
-def _fetch_one(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> Any:
-    mreq = m.OffsetFetchRequest(ctx.version, group_id, topics, require_stable)
+def _fetch_one(
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    require_stable: bool,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> Any:
+    mreq = m.OffsetFetchRequest(ctx.version, group_id, topics, require_stable, member_id, member_epoch)
     machine = ctx.services.machine
     return ctx.services.runtime.call(group_id, lambda now: (machine.fetch_offsets(mreq, now), None))
 
@@ -95,6 +109,8 @@ def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
                 g.group_id,
                 None if g.topics is None else tuple((t.name, t.partition_indexes) for t in g.topics),
                 req.require_stable,
+                g.member_id,
+                g.member_epoch,
             )
             for g in req.groups
         ]

@@ -34,6 +34,7 @@ _SINGLE = {
         ApiKey.LEAVE_GROUP,
         ApiKey.OFFSET_COMMIT,
         ApiKey.OFFSET_DELETE,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
     )
 }
 
@@ -48,6 +49,8 @@ def group_ids(api_key: int, version: int, req: Any) -> list[str]:
         return list(req.groups)
     if api_key == ApiKey.DELETE_GROUPS:
         return list(req.groups_names)
+    if api_key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+        return list(req.group_ids)
     return []
 
 

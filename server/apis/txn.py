@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.errors import ErrorCode
@@ -189,8 +190,14 @@ def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> An
     )
     machine = ctx.services.machine
     failed = plan.failed()
+    topics = ctx.services.topics
+
+    def topic_id(name: str) -> uuid.UUID | None:  # a KIP-848 group checks assignment epochs by topic id
+        info = topics.get(name)
+        return None if info is None else info.topic_id
+
     call = ctx.services.runtime.call_parked(
-        req.group_id, lambda tok, now: machine.txn_commit_offsets(mreq, tok, now), lambda: failed
+        req.group_id, lambda tok, now: machine.txn_commit_offsets(mreq, tok, now, topic_id), lambda: failed
     )
     return then(call, respond)
 

@@ -45,15 +45,22 @@ class OffsetMetadataManager:
         self.txn = TxnOffsets(ctx, group_manager, self.offsets)
         #: offsets OffsetDelete removed since start: Kafka's offset-deletion-count (the tombstones written)
         self.deleted_count = 0
+        #: whether a group of another kind (a KIP-848 consumer group) holds this id: its offsets then need
+        #: no classic "simple" group (the shard sets it)
+        self.other_group_exists: Callable[[str], bool] = lambda group_id: False
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return dict(self.offsets.get(group_id, {}))
 
     # ================================================================================ OffsetCommit
 
-    def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
+    def commit_offsets(
+        self, req: OffsetCommitRequest, token: Hashable, now_ms: int, checked: int | None = None
+    ) -> Effects:
+        """`checked`: the commit was already validated by another kind of group (a consumer group's
+        `validate_offset_commit`), with this outcome; else the classic checks run."""
         fx = self.ctx.begin(now_ms)
-        err = validate_offset_commit(self.ctx, self.group_manager, req)
+        err = validate_offset_commit(self.ctx, self.group_manager, req) if checked is None else checked
         if err:
             fx.reply(token, _commit_result(req, lambda t, p: err))
             return fx
@@ -100,7 +107,8 @@ class OffsetMetadataManager:
                 else:
                     self.inflight.pop(k, None)
             if ok:
-                if self.group_manager.group(gid) is None:  # deleted meanwhile: recreated, as a replay would
+                if self.group_manager.group(gid) is None and not self.other_group_exists(gid):
+                    # deleted meanwhile: recreated, as a replay would
                     self.group_manager.add_simple_group(gid, now)
                 self.offsets.setdefault(gid, {}).update(pending)
             fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok)))
@@ -162,10 +170,17 @@ class OffsetMetadataManager:
             return int(E.GROUP_ID_NOT_FOUND), ()
         if g.state in (STABLE, PREPARING, COMPLETING) and g.protocol_type != CONSUMER:
             return int(E.NON_EMPTY_GROUP), ()
+        return NONE, self.delete_unsubscribed(group_id, topics, g.subscribed_topics or ())
+
+    def delete_unsubscribed(
+        self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]], subscribed_topics: Collection[str]
+    ) -> tuple[tuple[str, tuple[tuple[int, int], ...]], ...]:
+        """OffsetDelete's per-partition part, for any kind of group: a topic the group subscribes to gets
+        GROUP_SUBSCRIBED_TO_TOPIC, every other partition NONE (with a tombstone when it had an offset)."""
         offsets = self.offsets.get(group_id, {})
         out = []
         for topic, partitions in topics:
-            subscribed = g.subscribed_topics is not None and topic in g.subscribed_topics
+            subscribed = topic in subscribed_topics
             errors = []
             for p in partitions:
                 if subscribed:
@@ -176,7 +191,7 @@ class OffsetMetadataManager:
                     self.deleted_count += 1
                 errors.append((p, NONE))
             out.append((topic, tuple(errors)))
-        return NONE, tuple(out)
+        return tuple(out)
 
     # ========================================================================= retention and expiry
 
@@ -204,23 +219,34 @@ class OffsetMetadataManager:
         else:
             base = None
         if base is not None:
-            retention = self.ctx.config.offsets_retention_ms
-            for (topic, partition), v in list(offsets.items()):
-                if (
-                    topic in subscribed
-                    or (gid, topic, partition) in self.inflight
-                    or self.txn.is_pending(gid, topic, partition)
-                ):
-                    continue
-                expired = (
-                    now_ms >= v.expire_timestamp
-                    if v.expire_timestamp != -1
-                    else now_ms - base(v) >= retention
-                )
-                if expired:
-                    del offsets[(topic, partition)]
-                    self.ctx.fx.record(OffsetRecord(gid, topic, partition, None))
+            self._expire(gid, base, subscribed, now_ms)
         return not offsets and not self.has_pending_commits(gid)
+
+    def cleanup_expired_by_commit_time(self, group_id: str, subscribed: Collection[str], now_ms: int) -> bool:
+        """A KIP-848 consumer group's expiry (Kafka's `ConsumerGroup.offsetExpirationCondition`): an offset of
+        a topic the group does not subscribe to expires `offsets.retention` after its commit; True when none
+        is left (the shard then deletes the group if it is Empty)."""
+        self._expire(group_id, lambda v: v.commit_timestamp, subscribed, now_ms)
+        return not self.offsets.get(group_id) and not self.has_pending_commits(group_id)
+
+    def _expire(
+        self, gid: str, base: Callable[[OffsetValue], int], subscribed: Collection[str], now_ms: int
+    ) -> None:
+        offsets = self.offsets.get(gid, {})
+        retention = self.ctx.config.offsets_retention_ms
+        for (topic, partition), v in list(offsets.items()):
+            if (
+                topic in subscribed
+                or (gid, topic, partition) in self.inflight
+                or self.txn.is_pending(gid, topic, partition)
+            ):
+                continue
+            expired = (
+                now_ms >= v.expire_timestamp if v.expire_timestamp != -1 else now_ms - base(v) >= retention
+            )
+            if expired:
+                del offsets[(topic, partition)]
+                self.ctx.fx.record(OffsetRecord(gid, topic, partition, None))
 
     # ====================================================================== deletion and loading
 
@@ -245,7 +271,7 @@ class OffsetMetadataManager:
             offsets.pop((record.topic, record.partition), None)
             return
         offsets[(record.topic, record.partition)] = record.value
-        if self.group_manager.group(record.group_id) is None:
+        if self.group_manager.group(record.group_id) is None and not self.other_group_exists(record.group_id):
             self.group_manager.add_simple_group(record.group_id, record.value.commit_timestamp)
 
     def on_loaded(self) -> None:

@@ -8,6 +8,8 @@ store (Kafka's `__transaction_state`). A record whose `value` is None is a tombs
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
 
 
@@ -109,5 +111,117 @@ class TxnRecord:
         return ("txn", self.transactional_id)
 
 
+# ------------------------------------------------------------------ KIP-848 consumer groups (spec §6)
+
+#: Kafka's record types (the key's apiKey) of the consumer-group records groupcoord writes
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionsValue:
+    """One topic's partitions; `assignment_epochs` runs parallel to `partitions` (KIP-1251) when present."""
+
+    topic_id: str  # the topic id in its UUID string form
+    partitions: tuple[int, ...]
+    assignment_epochs: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+    metadata_hash: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: tuple[TopicPartitionsValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MemberState as an int8
+    assigned_partitions: tuple[TopicPartitionsValue, ...]
+    partitions_pending_revocation: tuple[TopicPartitionsValue, ...]
+
+
+ConsumerGroupValue = (
+    ConsumerGroupMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+)
+
+CONSUMER_GROUP_VALUE_TYPES: dict[int, type] = {
+    CONSUMER_GROUP_METADATA: ConsumerGroupMetadataValue,
+    CONSUMER_GROUP_MEMBER_METADATA: ConsumerGroupMemberMetadataValue,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: ConsumerGroupTargetAssignmentMetadataValue,
+    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: ConsumerGroupTargetAssignmentMemberValue,
+    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: ConsumerGroupCurrentMemberAssignmentValue,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRecord:
+    """One of Kafka's consumer-group records: `kind` is its record type (3, 5, 6, 7, 8), `member_id` is ""
+    for the group-level ones. Stores keep the latest value per (kind, group, member)."""
+
+    kind: int
+    group_id: str
+    member_id: str
+    value: ConsumerGroupValue | None  # None: tombstone
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        return ("consumer_group", self.kind, self.group_id, self.member_id)
+
+
+def encode_consumer_group_value(value: ConsumerGroupValue) -> str:
+    """The value as compact JSON (what the durable stores keep)."""
+    return json.dumps(dataclasses.asdict(value), separators=(",", ":"))
+
+
+def decode_consumer_group_value(kind: int, text: str) -> ConsumerGroupValue:
+    d = json.loads(text)
+    for name in ("topic_partitions", "assigned_partitions", "partitions_pending_revocation"):
+        if name in d:
+            d[name] = tuple(
+                TopicPartitionsValue(
+                    tp["topic_id"],
+                    tuple(tp["partitions"]),
+                    None if tp.get("assignment_epochs") is None else tuple(tp["assignment_epochs"]),
+                )
+                for tp in d[name]
+            )
+    if "subscribed_topic_names" in d:
+        d["subscribed_topic_names"] = tuple(d["subscribed_topic_names"])
+    value: ConsumerGroupValue = CONSUMER_GROUP_VALUE_TYPES[kind](**d)
+    return value
+
+
 #: what the group state machine replays (the transaction coordinator replays `TxnRecord`s itself)
-Record = GroupRecord | OffsetRecord | PendingOffsetRecord | TxnRecord
+Record = GroupRecord | OffsetRecord | PendingOffsetRecord | TxnRecord | ConsumerGroupRecord

@@ -17,15 +17,32 @@ stored on the member and handed back in `Effects.replies` when the request compl
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable
 from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.coordinator.context import NONE, OperationContext
+from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.modern.consumer import views as consumer_views
+from groupcoord.server.coordinator.modern.consumer.api import (
+    ConsumerGroupConfig,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResult,
+    DescribedConsumerGroup,
+    TopicImage,
+)
+from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.manager import (
+    REBALANCE,
+    SESSION,
+    ConsumerGroupManager,
+    HeartbeatError,
+)
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
+    ConsumerGroupRecord,
     GroupRecord,
     OffsetRecord,
     OffsetValue,
@@ -36,8 +53,10 @@ from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
     DescribedGroup,
     Effects,
+    FetchedPartition,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResult,
     LeaveGroupRequest,
     LeaveGroupResult,
     ListedGroup,
@@ -45,6 +64,7 @@ from groupcoord.server.coordinator.types import (
     OffsetFetchRequest,
     OffsetFetchResult,
     SyncGroupRequest,
+    SyncGroupResult,
     TxnOffsetCommitRequest,
 )
 
@@ -52,14 +72,23 @@ E = ErrorCode
 
 
 class GroupCoordinatorShard:
-    """All classic groups of this coordinator and their committed offsets."""
+    """All groups of this coordinator (classic and KIP-848 consumer groups) and their committed offsets."""
 
     def __init__(
-        self, config: CoordinatorConfig | None = None, *, id_factory: Callable[[str], str] | None = None
+        self,
+        config: CoordinatorConfig | None = None,
+        *,
+        id_factory: Callable[[str], str] | None = None,
+        consumer_config: ConsumerGroupConfig | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
         self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
         self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager)
+        self.consumer_manager = ConsumerGroupManager(
+            self._ctx, consumer_config, None if id_factory is None else (lambda: id_factory(""))
+        )
+        self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
+        self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -76,10 +105,14 @@ class GroupCoordinatorShard:
     # ================================================================================== inspection
 
     def group_ids(self) -> list[str]:
-        return list(self.group_manager.groups)
+        return [*self.group_manager.groups, *self.consumer_manager.groups]
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self.group_manager.groups
+        return group_id in self.group_manager.groups or group_id in self.consumer_manager.groups
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The live KIP-848 consumer group (for tests and diagnostics; do not mutate)."""
+        return self.consumer_manager.group(group_id)
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The live group object (for tests and diagnostics; do not mutate)."""
@@ -100,13 +133,26 @@ class GroupCoordinatorShard:
 
     # ============================================================================= group requests
 
+    # A classic request naming a consumer group: classic members inside consumer groups (online migration,
+    # spec §9) are not supported yet, so they get what Kafka answers when the migration policy forbids it.
+
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        if req.group_id in self.consumer_manager.groups:
+            fx = self._ctx.begin(now_ms)
+            fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=req.member_id))
+            return fx
         return self.group_manager.join_group(req, token, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        if req.group_id in self.consumer_manager.groups:
+            fx = self._ctx.begin(now_ms)
+            fx.reply(token, SyncGroupResult(int(E.UNKNOWN_MEMBER_ID)))
+            return fx
         return self.group_manager.sync_group(req, token, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
+        if req.group_id in self.consumer_manager.groups:
+            return int(E.UNKNOWN_MEMBER_ID), None
         return self.group_manager.heartbeat(req, now_ms)
 
     def heartbeat_timer(
@@ -115,13 +161,73 @@ class GroupCoordinatorShard:
         return self.group_manager.heartbeat_timer(group_id, generation_id, member_id, instance_id, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:
+        if req.group_id in self.consumer_manager.groups:
+            unknown = int(E.UNKNOWN_MEMBER_ID)
+            members = tuple((mm.member_id, mm.group_instance_id, unknown) for mm in req.members)
+            return LeaveGroupResult(NONE, members), self._ctx.begin(now_ms)
         return self.group_manager.leave_group(req, now_ms)
+
+    # ====================================================================== KIP-848 consumer groups
+
+    def consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage, token: Hashable, now_ms: int
+    ) -> Effects:
+        """ConsumerGroupHeartbeat (spec §2): `token` gets a `ConsumerGroupHeartbeatResult` once the
+        records the heartbeat caused are durable."""
+        fx = self._ctx.begin(now_ms)
+        try:
+            self.consumer_manager.validate(req)  # the request's own checks come first, as in Kafka
+        except HeartbeatError as err:
+            fx.reply(token, ConsumerGroupHeartbeatResult(err.code, err.message))
+            return fx
+        classic = self.group_manager.group(req.group_id)
+        if classic is not None and classic.state != DEAD:
+            if (
+                req.member_epoch != 0
+                or classic.state != EMPTY
+                or req.group_id in self.consumer_manager.groups
+            ):
+                # a non-empty classic group: online upgrade is not supported yet (Kafka answers this when
+                # its migration policy forbids the upgrade)
+                message = f"Group {req.group_id} is not a consumer group."
+                fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
+                return fx
+            self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
+        result = self.consumer_manager.heartbeat(req, topics)
+        if not fx.records:
+            fx.reply(token, result)
+            return fx
+
+        def after(ok: bool, now: int) -> Effects:
+            fx2 = self._ctx.begin(now)
+            fx2.reply(token, result if ok else ConsumerGroupHeartbeatResult(PERSIST_ERROR))
+            return fx2
+
+        fx.after_persist = after
+        return fx
+
+    def consumer_group_describe(self, ids: Iterable[str], topics: TopicImage) -> list[DescribedConsumerGroup]:
+        default = self.consumer_manager.config.assignors[0]
+        out = []
+        for gid in ids:
+            g = self.consumer_manager.group(gid)
+            if g is not None:
+                out.append(consumer_views.describe(g, topics, default))
+            elif self.group_manager.group(gid) is not None:
+                out.append(consumer_views.not_found(gid, f"Group {gid} is not a consumer group."))
+            else:
+                out.append(consumer_views.not_found(gid, f"Group {gid} not found."))
+        return out
 
     def force_rebalance(self, group_id: str, reason: str, now_ms: int) -> tuple[str, Effects]:
         """Test control: rebalance a Stable/CompletingRebalance group now; returns the state it was in."""
         return self.group_manager.force_rebalance(group_id, reason, now_ms)
 
     def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Effects:
+        if key[0] in (SESSION, REBALANCE):
+            fx = self._ctx.begin(now_ms)
+            self.consumer_manager.on_timer(key)
+            return fx
         return self.group_manager.on_timer(key, now_ms)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
@@ -130,16 +236,55 @@ class GroupCoordinatorShard:
     def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        return self.group_manager.list_groups(states_filter, types_filter)
+        states = {s.strip().lower() for s in states_filter}
+        types = {t.strip().lower() for t in types_filter}
+        listed = self.group_manager.list_groups(states_filter, types_filter)
+        if types and "consumer" not in types:
+            return listed
+        for gid, g in self.consumer_manager.groups.items():
+            if not states or g.state.lower() in states:
+                listed.append(ListedGroup(gid, "consumer", g.state, "consumer"))
+        return listed
 
     # ============================================================================ offset requests
 
-    def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
-        return self.offset_manager.commit_offsets(req, token, now_ms)
+    def commit_offsets(
+        self,
+        req: OffsetCommitRequest,
+        token: Hashable,
+        now_ms: int,
+        topic_ids: Callable[[str], uuid.UUID | None] | None = None,
+    ) -> Effects:
+        """`topic_ids` maps a committed topic name to its id, for a consumer group's per-partition
+        assignment-epoch check (without it, no partition of an older epoch passes)."""
+        g = self.consumer_manager.group(req.group_id)
+        if g is None:
+            return self.offset_manager.commit_offsets(req, token, now_ms)
+        lookup = topic_ids or (lambda name: None)
+        partitions = [(lookup(topic), p.partition) for topic, parts in req.topics for p in parts]
+        checked = g.validate_offset_commit(
+            req.member_id, req.group_instance_id, req.generation_id, False, req.version, partitions
+        )
+        return self.offset_manager.commit_offsets(req, token, now_ms, checked=checked)
 
-    def txn_commit_offsets(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
-        """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`)."""
-        return self.offset_manager.txn.commit(req, token, now_ms)
+    def txn_commit_offsets(
+        self,
+        req: TxnOffsetCommitRequest,
+        token: Hashable,
+        now_ms: int,
+        topic_ids: Callable[[str], uuid.UUID | None] | None = None,
+    ) -> Effects:
+        """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`).
+        On a consumer group the member checks are `ConsumerGroup.validateOffsetCommit`'s transactional ones."""
+        g = self.consumer_manager.group(req.group_id)
+        if g is None:
+            return self.offset_manager.txn.commit(req, token, now_ms)
+        lookup = topic_ids or (lambda name: None)
+        partitions = [(lookup(topic), p.partition) for topic, parts in req.topics for p in parts]
+        checked = g.validate_offset_commit(
+            req.member_id, req.group_instance_id, req.generation_id, True, req.version, partitions
+        )
+        return self.offset_manager.txn.commit(req, token, now_ms, checked=checked)
 
     def complete_transaction(
         self, group_id: str, producer_id: int, commit: bool, token: Hashable, now_ms: int
@@ -149,6 +294,11 @@ class GroupCoordinatorShard:
         return self.offset_manager.txn.complete(group_id, producer_id, commit, token, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
+        g = self.consumer_manager.group(req.group_id)
+        if g is not None and req.version >= 9:
+            err = g.validate_offset_fetch(req.member_id, req.member_epoch)
+            if err:
+                return OffsetFetchResult(err, _fetch_errors(req, err))
         return self.offset_manager.fetch_offsets(req, now_ms)
 
     def delete_offsets(
@@ -156,6 +306,12 @@ class GroupCoordinatorShard:
     ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
         """OffsetDelete (API 47): the result and the tombstones to write before answering."""
         fx = self._ctx.begin(now_ms)
+        cg = self.consumer_manager.group(group_id)
+        if cg is not None:  # a consumer group: no member check (spec §8.6), its subscriptions protect
+            return (
+                NONE,
+                self.offset_manager.delete_unsubscribed(group_id, topics, cg.subscribed_names()),
+            ), fx
         return self.offset_manager.delete_offsets(group_id, topics), fx
 
     # ============================================================ across managers: delete, cleanup
@@ -164,6 +320,16 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         results: list[tuple[str, int]] = []
         for gid in dict.fromkeys(ids):
+            cg = self.consumer_manager.group(gid)
+            if cg is not None:
+                if cg.members:
+                    results.append((gid, int(E.NON_EMPTY_GROUP)))
+                else:
+                    self.offset_manager.tombstone_group_offsets(gid)
+                    self.consumer_manager.delete(gid)
+                    self.offset_manager.remove_group(gid)
+                    results.append((gid, NONE))
+                continue
             g = self.group_manager.group(gid)
             if g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
@@ -181,6 +347,14 @@ class GroupCoordinatorShard:
         for g in list(self.group_manager.groups.values()):
             if self.offset_manager.cleanup_expired_offsets(g, now_ms) and g.state == EMPTY:
                 self._delete_group(g, "expired")
+        for cg in list(self.consumer_manager.groups.values()):
+            subscribed = cg.subscribed_names()
+            if (
+                self.offset_manager.cleanup_expired_by_commit_time(cg.group_id, subscribed, now_ms)
+                and not cg.members
+            ):
+                self.consumer_manager.delete(cg.group_id)
+                self.offset_manager.remove_group(cg.group_id)
         return fx
 
     def reset_group(self, group_id: str, now_ms: int) -> Effects:
@@ -207,6 +381,8 @@ class GroupCoordinatorShard:
             self.offset_manager.replay_offset(record)
         elif isinstance(record, PendingOffsetRecord):
             self.offset_manager.txn.replay(record)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.consumer_manager.replay(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
 
     def finish_load(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -216,6 +392,7 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
+        self.consumer_manager.on_loaded(group_ids)
         return fx
 
     def unload(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -224,5 +401,15 @@ class GroupCoordinatorShard:
         Dead (journalled, reason `unloaded`)."""
         fx = self._ctx.begin(now_ms)
         self.group_manager.unload(group_ids)
+        self.consumer_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
         return fx
+
+
+def _fetch_errors(req: OffsetFetchRequest, err: int) -> tuple[tuple[str, tuple[FetchedPartition, ...]], ...]:
+    """Every requested partition with the group-level error (what Kafka's v9 handler fills in)."""
+    if req.topics is None:
+        return ()
+    return tuple(
+        (topic, tuple(FetchedPartition(p, -1, -1, "", err) for p in parts)) for topic, parts in req.topics
+    )

@@ -10,7 +10,7 @@ durable (`PendingOffsetRecord`), replayed at load, and never expire while pendin
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable
+from collections.abc import Callable, Collection, Hashable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.commit_checks import validate_offset_commit
@@ -35,6 +35,8 @@ class TxnOffsets:
         self.group_manager = group_manager
         self.committed = committed  # the offset manager's map: the COMMIT marker writes into it
         self.pending: dict[str, dict[int, dict[tuple[str, int], OffsetValue]]] = {}
+        #: whether a KIP-848 consumer group holds this id (then no classic "simple" group is made for it)
+        self.other_group_exists: Callable[[str], bool] = lambda group_id: False
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         return any((topic, partition) in offs for offs in self.pending.get(group_id, {}).values())
@@ -42,10 +44,13 @@ class TxnOffsets:
     def has_pending(self, group_id: str) -> bool:
         return bool(self.pending.get(group_id))
 
-    def commit(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
-        """Validate (KIP-447 member checks), persist the offsets as pending, then answer."""
+    def commit(
+        self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int, checked: int | None = None
+    ) -> Effects:
+        """Validate (KIP-447 member checks), persist the offsets as pending, then answer. `checked`: already
+        validated by another kind of group (a KIP-848 consumer group), with this outcome."""
         fx = self.ctx.begin(now_ms)
-        err = validate_offset_commit(self.ctx, self.group_manager, req)
+        err = validate_offset_commit(self.ctx, self.group_manager, req) if checked is None else checked
         max_meta = self.ctx.config.offset_metadata_max_bytes
         if err:
             fx.reply(token, _result(req, lambda t, p: err))
@@ -72,7 +77,9 @@ class TxnOffsets:
         def after(ok: bool, now: int) -> Effects:
             fx2 = self.ctx.begin(now)
             if ok:
-                if self.group_manager.group(req.group_id) is None:
+                if self.group_manager.group(req.group_id) is None and not self.other_group_exists(
+                    req.group_id
+                ):
                     self.group_manager.add_simple_group(req.group_id, now)
                 by_pid = self.pending.setdefault(req.group_id, {})
                 by_pid.setdefault(req.producer_id, {}).update(staged)
@@ -105,7 +112,7 @@ class TxnOffsets:
                 if not by_pid:
                     self.pending.pop(group_id, None)
                 if commit:
-                    if self.group_manager.group(group_id) is None:
+                    if self.group_manager.group(group_id) is None and not self.other_group_exists(group_id):
                         self.group_manager.add_simple_group(group_id, now)
                     self.committed.setdefault(group_id, {}).update(offsets)
             fx2 = self.ctx.begin(now)
@@ -128,7 +135,7 @@ class TxnOffsets:
             by_pid.get(record.producer_id, {}).pop((record.topic, record.partition), None)
             return
         by_pid.setdefault(record.producer_id, {})[(record.topic, record.partition)] = record.value
-        if self.group_manager.group(record.group_id) is None:
+        if self.group_manager.group(record.group_id) is None and not self.other_group_exists(record.group_id):
             self.group_manager.add_simple_group(record.group_id, record.value.commit_timestamp)
 
     def on_loaded(self) -> None:

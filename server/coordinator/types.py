@@ -146,6 +146,8 @@ class OffsetFetchRequest:
     group_id: str
     topics: tuple[tuple[str, tuple[int, ...]], ...] | None  # None: every committed partition
     require_stable: bool = False
+    member_id: str | None = None  # v9+: checked against a consumer group's member (KIP-848)
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from groupcoord.server.coordinator.records import (
+    ConsumerGroupRecord,
+    ConsumerGroupValue,
     GroupMetadataValue,
     OffsetRecord,
     OffsetValue,
@@ -73,6 +75,8 @@ class LatestByKey:
     offsets: dict[tuple[str, str, int], OffsetValue | None] = field(default_factory=dict)
     pending: dict[tuple[str, int, str, int], OffsetValue | None] = field(default_factory=dict)
     txns: dict[str, TxnValue | None] = field(default_factory=dict)
+    #: KIP-848 consumer-group records by (record type, group, member id or "")
+    consumer_groups: dict[tuple[int, str, str], ConsumerGroupValue | None] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> LatestByKey:
@@ -84,6 +88,8 @@ class LatestByKey:
                 out.pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
             elif isinstance(r, TxnRecord):
                 out.txns[r.transactional_id] = r.value
+            elif isinstance(r, ConsumerGroupRecord):
+                out.consumer_groups[(r.kind, r.group_id, r.member_id)] = r.value
             else:
                 out.groups[r.group_id] = r.value
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from groupcoord.server.coordinator.records import (
+    ConsumerGroupRecord,
     GroupRecord,
     OffsetRecord,
     PendingOffsetRecord,
@@ -35,7 +36,7 @@ class MemoryStateStore:
         self._closed = False
 
     async def load(self) -> list[Record]:
-        groups = [r for r in self._rows.values() if isinstance(r, GroupRecord)]
+        groups = [r for r in self._rows.values() if isinstance(r, GroupRecord | ConsumerGroupRecord)]
         offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord | PendingOffsetRecord)]
         txns = [r for r in self._rows.values() if isinstance(r, TxnRecord)]
         return [*groups, *offsets, *txns]

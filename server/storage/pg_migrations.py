@@ -80,6 +80,22 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        4,
+        """
+        -- KIP-848 consumer groups: Kafka's consumer-group records (types 3, 5-8) by (type, group, member id
+        -- or ''), the value as JSON (server/coordinator/records.py); sharded like the group
+        CREATE TABLE consumer_group_records (
+            kind      SMALLINT NOT NULL,
+            group_id  TEXT     NOT NULL,
+            member_id TEXT     NOT NULL,
+            shard     INTEGER  NOT NULL,
+            value     TEXT     NOT NULL,
+            PRIMARY KEY (kind, group_id, member_id)
+        );
+        CREATE INDEX consumer_group_records_by_shard ON consumer_group_records (shard);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

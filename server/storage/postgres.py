@@ -29,12 +29,15 @@ from typing import Protocol
 import asyncpg
 
 from groupcoord.server.coordinator.records import (
+    ConsumerGroupRecord,
     GroupRecord,
     OffsetRecord,
     OffsetValue,
     PendingOffsetRecord,
     Record,
     TxnRecord,
+    decode_consumer_group_value,
+    encode_consumer_group_value,
 )
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.group_commit import GroupCommit, LatestByKey
@@ -76,6 +79,15 @@ INSERT INTO groups (group_id, shard, value) SELECT * FROM unnest($1::text[], $2:
 ON CONFLICT (group_id) DO UPDATE SET value = EXCLUDED.value
 """
 _DELETE_GROUPS = "DELETE FROM groups WHERE group_id = ANY($1::text[])"
+_UPSERT_CG = """
+INSERT INTO consumer_group_records (kind, group_id, member_id, shard, value)
+SELECT * FROM unnest($1::smallint[], $2::text[], $3::text[], $4::int[], $5::text[])
+ON CONFLICT (kind, group_id, member_id) DO UPDATE SET shard = EXCLUDED.shard, value = EXCLUDED.value
+"""
+_DELETE_CG = """
+DELETE FROM consumer_group_records c USING unnest($1::smallint[], $2::text[], $3::text[]) AS d(k, g, m)
+WHERE c.kind = d.k AND c.group_id = d.g AND c.member_id = d.m
+"""
 _UPSERT_PENDING = """
 INSERT INTO pending_offsets (group_id, producer_id, topic, partition, shard, committed_offset, leader_epoch,
                              metadata, commit_timestamp)
@@ -164,6 +176,11 @@ class PostgresStateStore:
                     " ORDER BY group_id, producer_id, topic, partition",
                     *args,
                 )
+                cgs = await conn.fetch(
+                    f"SELECT kind, group_id, member_id, value FROM consumer_group_records {where}"
+                    " ORDER BY group_id, kind, member_id",
+                    *args,
+                )
                 txns = (
                     await conn.fetch(
                         "SELECT transactional_id, value FROM transactions ORDER BY transactional_id"
@@ -174,6 +191,7 @@ class PostgresStateStore:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise StorageError(f"state load failed: {e}") from e
         out: list[Record] = [GroupRecord(r[0], decode_group(r[1])) for r in groups]
+        out += [ConsumerGroupRecord(r[0], r[1], r[2], decode_consumer_group_value(r[0], r[3])) for r in cgs]
         out += [OffsetRecord(r[0], r[1], r[2], OffsetValue(r[3], r[4], r[5], r[6], r[7])) for r in offsets]
         out += [
             PendingOffsetRecord(r[0], r[1], r[2], r[3], OffsetValue(r[4], r[5], r[6], r[7], -1))
@@ -192,8 +210,10 @@ class PostgresStateStore:
     async def _commit(self, records: list[Record]) -> None:
         latest = LatestByKey.of(records)
         groups, offsets, pending, txns = latest.groups, latest.offsets, latest.pending, latest.txns
+        cgs = latest.consumer_groups
         shard = {
-            g: shard_of(g, self.shards) for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending)}
+            g: shard_of(g, self.shards)
+            for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending), *(k[1] for k in cgs)}
         }
         fence = self._fence_args(set(shard.values()))
         live = [(k, v) for k, v in offsets.items() if v is not None]
@@ -234,6 +254,22 @@ class PostgresStateStore:
                 await conn.execute(_DELETE_GROUPS, deletes)
             if pending:
                 await self._write_pending(conn, pending, shard)
+            if cgs:
+                live_cg = [(k, encode_consumer_group_value(v)) for k, v in cgs.items() if v is not None]
+                if live_cg:
+                    await conn.execute(
+                        _UPSERT_CG,
+                        [k[0] for k, _ in live_cg],
+                        [k[1] for k, _ in live_cg],
+                        [k[2] for k, _ in live_cg],
+                        [shard[k[1]] for k, _ in live_cg],
+                        [v for _, v in live_cg],
+                    )
+                dead_cg = [k for k, v in cgs.items() if v is None]
+                if dead_cg:
+                    await conn.execute(
+                        _DELETE_CG, [k[0] for k in dead_cg], [k[1] for k in dead_cg], [k[2] for k in dead_cg]
+                    )
             if txns:
                 live_txns = [(t, encode_txn(v)) for t, v in txns.items() if v is not None]
                 if live_txns:

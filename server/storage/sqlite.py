@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from groupcoord.server.coordinator.records import (
+    ConsumerGroupRecord,
     GroupMetadataValue,
     GroupRecord,
     MemberMetadataValue,
@@ -36,6 +37,8 @@ from groupcoord.server.coordinator.records import (
     Record,
     TxnRecord,
     TxnValue,
+    decode_consumer_group_value,
+    encode_consumer_group_value,
 )
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.group_commit import GroupCommit, LatestByKey
@@ -72,7 +75,18 @@ CREATE TABLE IF NOT EXISTS transactions (
     transactional_id TEXT PRIMARY KEY,
     value            TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS consumer_group_records (
+    kind      INTEGER NOT NULL,
+    group_id  TEXT    NOT NULL,
+    member_id TEXT    NOT NULL,
+    value     TEXT    NOT NULL,
+    PRIMARY KEY (kind, group_id, member_id)
+) WITHOUT ROWID;
 """
+# KIP-848 consumer-group records (Kafka's record types 3, 5-8), value as JSON (records.py); the table is new
+# in an existing schema version: CREATE TABLE IF NOT EXISTS adds it to older databases
+_UPSERT_CG = "INSERT OR REPLACE INTO consumer_group_records VALUES (?, ?, ?, ?)"
+_DELETE_CG = "DELETE FROM consumer_group_records WHERE kind = ? AND group_id = ? AND member_id = ?"
 _UPSERT_PENDING = "INSERT OR REPLACE INTO pending_offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _DELETE_PENDING = (
     "DELETE FROM pending_offsets WHERE group_id = ? AND producer_id = ? AND topic = ? AND partition = ?"
@@ -204,6 +218,10 @@ class SqliteStateStore:
             GroupRecord(gid, decode_group(value))
             for gid, value in self._conn.execute("SELECT group_id, value FROM groups ORDER BY group_id")
         ]
+        for kind, gid, mid, value in self._conn.execute(
+            "SELECT kind, group_id, member_id, value FROM consumer_group_records ORDER BY group_id, kind"
+        ):
+            out.append(ConsumerGroupRecord(kind, gid, mid, decode_consumer_group_value(kind, value)))
         for gid, topic, part, off, epoch, meta, cts, ets in self._conn.execute(
             "SELECT * FROM offsets ORDER BY group_id, topic, partition"
         ):
@@ -267,6 +285,13 @@ class SqliteStateStore:
                     ],
                 )
                 conn.executemany(_DELETE_PENDING, [k for k, v in pending.items() if v is None])
+            if latest.consumer_groups:
+                cgs = latest.consumer_groups
+                conn.executemany(
+                    _UPSERT_CG,
+                    [(*k, encode_consumer_group_value(v)) for k, v in cgs.items() if v is not None],
+                )
+                conn.executemany(_DELETE_CG, [k for k, v in cgs.items() if v is None])
             if txns:
                 conn.executemany(_UPSERT_TXN, [(t, encode_txn(v)) for t, v in txns.items() if v is not None])
                 conn.executemany(_DELETE_TXN, [(t,) for t, v in txns.items() if v is None])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest
@@ -47,6 +48,12 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
                 hb = c.request(12, 4, HeartbeatRequest(group_id=g, generation_id=1, member_id="m"))
                 want = ErrorCode.UNKNOWN_MEMBER_ID if owners[g] == node_id else ErrorCode.NOT_COORDINATOR
                 assert hb.error_code == want, (g, node_id)
+                # KIP-848 heartbeats are routed the same way (an unknown group at epoch 3: GROUP_ID_NOT_FOUND)
+                cg = c.request(
+                    68, 1, ConsumerGroupHeartbeatRequest(group_id=g, member_id="m", member_epoch=3)
+                )
+                want = ErrorCode.GROUP_ID_NOT_FOUND if owners[g] == node_id else ErrorCode.NOT_COORDINATOR
+                assert cg.error_code == want, (g, node_id)
         finally:
             c.close()
     # a node that stops (SIGTERM) leaves the others' Metadata by their next lease tick

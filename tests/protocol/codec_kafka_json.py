@@ -12,6 +12,7 @@ import importlib.resources
 import json
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 from groupcoord.protocol.schema import ArrayOf, FieldSpec, Versions, snake
@@ -20,8 +21,12 @@ _COMMENTS = re.compile(r"(?m)^\s*//.*$")
 
 
 def load_kafka_json(name: str) -> dict[str, Any]:
-    """Kafka's JSON definition `name` (e.g. "JoinGroupRequest") as bundled with kafka-python."""
-    text = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json").read_text()
+    """Kafka's JSON definition `name` (e.g. "JoinGroupRequest") as bundled with kafka-python, else from
+    `kafka_json/` beside this file (Kafka 4.3's definitions of APIs kafka-python does not bundle, such as
+    ConsumerGroupHeartbeat and ConsumerGroupDescribe; Apache-2.0, headers kept)."""
+    bundled = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json")
+    local = Path(__file__).parent / "kafka_json" / f"{name}.json"
+    text = bundled.read_text() if bundled.is_file() else local.read_text()
     definition = json.loads(_COMMENTS.sub("", text))
     common = {c["name"]: c["fields"] for c in definition.get("commonStructs", [])}
     if common:

@@ -46,6 +46,13 @@ def kafka_python_classes() -> dict[str, Any]:
         todo.extend(cls.__subclasses__())
         if getattr(cls, "_class_version", None) is None and getattr(cls, "_json", None):
             out[cls._json["name"]] = cls
+    # APIs kafka-python does not bundle: its JSON-driven classes built from Kafka 4.3's definitions kept in
+    # `kafka_json/` (ConsumerGroupHeartbeat, ConsumerGroupDescribe), so they get the same independent oracle
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).parent / "kafka_json").glob("*.json")):
+        if path.stem not in out:
+            out[path.stem] = type(path.stem, (ApiMessage,), {}, load_json="kafka_json")
     return out
 
 
@@ -139,6 +146,8 @@ def _from_kp_value(value: Any, spec: FieldSpec, fld: Any, version: int, flexible
         return [_scalar(v, typ.element) for v in value]
     if isinstance(typ, type):
         if value is None:
+            if version in spec.nullable:
+                return None  # a nullable struct (ConsumerGroupHeartbeatResponse.Assignment)
             return plain(spec.default, typ, version, flexible)
         return from_kafka_python(value, typ, fld, version, flexible)
     return _scalar(value, typ)

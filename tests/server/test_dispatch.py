@@ -114,3 +114,16 @@ def test_bytes_after_a_requests_last_field_are_answered_and_counted() -> None:
     corr, resp = decode_response(out[4:], 18, 3)
     assert corr == 9 and isinstance(resp, ApiVersionsResponse) and resp.error_code == ErrorCode.NONE
     assert (broker.dispatcher.requests_with_ignored_bytes, broker.dispatcher.ignored_request_bytes) == (1, 3)
+
+
+def test_consumer_group_apis_answer_load_in_progress_while_state_loads() -> None:
+    """KIP-848 requests must not reach the machine before the consumer-group records are replayed."""
+    from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+    from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+
+    broker = loading_broker()
+    hb = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-1", member_epoch=3)
+    r = call(broker, 68, 1, hb)
+    assert (r.error_code, r.member_id) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None)  # type: ignore[attr-defined]
+    r = call(broker, 69, 0, ConsumerGroupDescribeRequest(group_ids=("g", "h")))
+    assert [g.error_code for g in r.groups] == [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS] * 2  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ import org.apache.kafka.clients.admin.Admin;
 /**
  * Java client (kafka-clients 4.3, classic group protocol) group scenarios, all members as threads of one JVM.
  *
- * Usage: GroupDriver (group3|static|hold) BOOTSTRAP TOPIC GROUP [MEMBERS]. `-Dpartition.assignment.strategy=CLASS`
+ * Usage: GroupDriver (group3|static|hold|scale) BOOTSTRAP TOPIC GROUP [MEMBERS]. `-Dpartition.assignment.strategy=CLASS`
  * sets the members' assignor (e.g. org.apache.kafka.clients.consumer.CooperativeStickyAssignor). Events go to stdout as JSON lines; at each
  * `phase` event the driver waits for a line on stdin while the test checks the server side.
  */
@@ -22,6 +22,7 @@ public final class GroupDriver {
             case "group3" -> groupOfThree(bootstrap, topic, group);
             case "static" -> staticRestart(bootstrap, topic, group);
             case "hold" -> hold(bootstrap, topic, group, Integer.parseInt(args[4]));
+            case "scale" -> scale(bootstrap, topic, group);
             default -> throw new IllegalArgumentException(scenario);
         }
         Out.emit("done");
@@ -84,6 +85,41 @@ public final class GroupDriver {
         Common.await("consume the next 20 records", 30, members, () -> seen.size() == 40);
         Out.phase("restarted", "generation", generation, "old", old.describe(), "members", Common.describe(members),
                 "restarted_values", restarted.valuesSnapshot());
+        for (Member m : members) {
+            m.close();
+        }
+    }
+
+    /** One member, then three, then two (one leaves); every record consumed once at each size. */
+    static void scale(String bootstrap, String topic, String group) throws Exception {
+        int partitions = 6;
+        try (Admin admin = Common.admin(bootstrap)) {
+            Common.createTopic(admin, topic, partitions);
+        }
+        Common.produce(bootstrap, topic, partitions, 0, 30);
+        Map<String, String> seen = Member.sharedSeen();
+        List<Member> members = new ArrayList<>();
+        members.add(new Member(bootstrap, group, topic, "java-c0", null, 45000, seen));
+        Common.await("one member consumes the first 30 records", 60, members, () -> seen.size() == 30);
+        Common.await("one member settles", 30, members, () -> Common.settled(members, partitions, 0));
+        Out.phase("one", "records", seen.size(), "generation", members.get(0).generation, "members", Common.describe(members));
+
+        int before = members.get(0).generation;
+        members.add(new Member(bootstrap, group, topic, "java-c1", null, 45000, seen));
+        members.add(new Member(bootstrap, group, topic, "java-c2", null, 45000, seen));
+        Common.await("three members settle", 60, members, () -> Common.settled(members, partitions, before));
+        Common.produce(bootstrap, topic, partitions, 30, 30);
+        Common.await("consume the next 30 records", 30, members, () -> seen.size() == 60);
+        Out.phase("three", "records", seen.size(), "generation", members.get(0).generation, "members", Common.describe(members));
+
+        int three = members.get(0).generation;
+        Member leaving = members.remove(0);
+        leaving.close();
+        Common.await("two members settle", 60, members, () -> Common.settled(members, partitions, three));
+        Common.produce(bootstrap, topic, partitions, 60, 30);
+        Common.await("consume the last 30 records", 30, members, () -> seen.size() == 90);
+        Out.phase("two", "records", seen.size(), "generation", members.get(0).generation, "left", leaving.describe(),
+                "members", Common.describe(members), "consumed_total", members.stream().mapToInt(Member::consumed).sum() + leaving.consumed());
         for (Member m : members) {
             m.close();
         }

@@ -46,12 +46,17 @@ final class Member implements Runnable {
         props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        // -Dgroup.protocol=consumer: KIP-848 (the coordinator chooses session timeout, heartbeat interval and
+        // assignor; the client refuses those settings then)
+        String protocol = System.getProperty("group.protocol", "classic");
+        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, String.valueOf(sessionTimeoutMs));
-        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        if (protocol.equals("classic")) {
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, String.valueOf(sessionTimeoutMs));
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        }
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         if (instanceId != null) {

@@ -1,0 +1,189 @@
+"""A consumer group (Kafka's `ConsumerGroup`, spec §1): epochs, members, the target assignment and the
+indexes kept in step with the members (partition epochs, static members, subscribed names).
+
+Pure data plus the rules that only read it (state, preferred assignor, commit and fetch validation).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.modern.consumer.member import (
+    STABLE,
+    ConsumerGroupMember,
+    Partitions,
+)
+
+E = ErrorCode
+
+EMPTY = "Empty"
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+STABLE_STATE = "Stable"
+DEAD = "Dead"
+
+#: ConsumerGroupDescribe v1 MemberType of a member of this group (KIP-1099): 1 = consumer protocol
+MEMBER_TYPE_CONSUMER = 1
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.assignment_epoch = 0
+        self.assignment_timestamp = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, Partitions] = {}  # member id -> target partitions
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self._partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        self._names: Counter[str] = Counter()  # subscribed topic name -> members subscribing
+        self._assignors: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> str:
+        """Kafka's `maybeUpdateGroupState`; the order of the checks matters."""
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        for m in self.members.values():
+            if not (m.state == STABLE and m.member_epoch == self.assignment_epoch):
+                return RECONCILING
+        return STABLE_STATE
+
+    def subscribed_names(self) -> set[str]:
+        return set(self._names)
+
+    def names_with(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> set[str]:
+        """The group's subscribed names if `old` were replaced by `new` (Kafka's `computeSubscribedTopicNames`)."""
+        names = Counter(self._names)
+        if old is not None:
+            names.subtract(old.subscribed_topic_names)
+        if new is not None:
+            names.update(new.subscribed_topic_names)
+        return {n for n, c in names.items() if c > 0}
+
+    def preferred_assignor(self, default: str) -> str:
+        """The server assignor most members name, ties to the lowest name; none named: `default`."""
+        if not self._assignors:
+            return default
+        best = max(self._assignors.values())
+        return min(n for n, c in self._assignors.items() if c == best)
+
+    def preferred_assignor_with(
+        self, old: ConsumerGroupMember | None, new: ConsumerGroupMember, default: str
+    ) -> str:
+        counts = Counter(self._assignors)
+        if old is not None and old.server_assignor:
+            counts[old.server_assignor] -= 1
+        if new.server_assignor:
+            counts[new.server_assignor] += 1
+        counts = Counter({n: c for n, c in counts.items() if c > 0})
+        if not counts:
+            return default
+        best = max(counts.values())
+        return min(n for n, c in counts.items() if c == best)
+
+    # --------------------------------------------------------------------------------------- members
+
+    def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """Kafka's `currentPartitionEpoch`: the epoch of the member owning the partition, -1 if free."""
+        return self._partition_epochs.get((topic_id, partition), -1)
+
+    def update_member(self, new: ConsumerGroupMember) -> None:
+        old = self.members.get(new.member_id)
+        self._unindex(old)
+        self.members[new.member_id] = new
+        self._index(new)
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        old = self.members.pop(member_id, None)
+        self._unindex(old)
+        return old
+
+    def _index(self, m: ConsumerGroupMember) -> None:
+        self._names.update(m.subscribed_topic_names)
+        if m.server_assignor:
+            self._assignors[m.server_assignor] += 1
+        if m.instance_id is not None:
+            self.static_members[m.instance_id] = m.member_id
+        for a in (m.assigned, m.pending_revocation):
+            for t, ps in a.items():
+                for p in ps:
+                    # two owners would be a bug (Kafka throws IllegalStateException); the later one wins
+                    self._partition_epochs[(t, p)] = m.member_epoch
+
+    def _unindex(self, m: ConsumerGroupMember | None) -> None:
+        if m is None:
+            return
+        self._names.subtract(m.subscribed_topic_names)
+        self._names = +self._names
+        if m.server_assignor:
+            self._assignors[m.server_assignor] -= 1
+            self._assignors = +self._assignors
+        if m.instance_id is not None and self.static_members.get(m.instance_id) == m.member_id:
+            del self.static_members[m.instance_id]
+        for a in (m.assigned, m.pending_revocation):
+            for t, ps in a.items():
+                for p in ps:
+                    if self._partition_epochs.get((t, p)) == m.member_epoch:
+                        del self._partition_epochs[(t, p)]
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        if instance_id is None:
+            return None
+        mid = self.static_members.get(instance_id)
+        return self.members.get(mid) if mid is not None else None
+
+    # ------------------------------------------------------------------------------- offset checks
+
+    def validate_offset_commit(
+        self,
+        member_id: str,
+        instance_id: str | None,
+        member_epoch: int,
+        transactional: bool,
+        api_version: int,
+        partitions: Iterable[tuple[uuid.UUID | None, int]],
+    ) -> int:
+        """Kafka's `ConsumerGroup.validateOffsetCommit` with its per-partition assignment-epoch check
+        (spec §8.1): NONE or the error every partition of the request gets."""
+        if member_epoch < 0 and not self.members:
+            return int(E.NONE)
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return int(E.NONE)
+        m = self.members.get(member_id)
+        if m is None:
+            return int(E.UNKNOWN_MEMBER_ID)
+        if not transactional and api_version < 9:
+            return int(E.UNSUPPORTED_VERSION)
+        if member_epoch == m.member_epoch:
+            return int(E.NONE)
+        if member_epoch > m.member_epoch:
+            return int(E.STALE_MEMBER_EPOCH)
+        for t, p in partitions:
+            epoch = None
+            if t is not None:
+                epoch = m.assigned.get(t, {}).get(p)
+                if epoch is None:
+                    epoch = m.pending_revocation.get(t, {}).get(p)
+            if epoch is None or member_epoch < epoch:
+                return int(E.STALE_MEMBER_EPOCH)
+        return int(E.NONE)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int:
+        """Kafka's `ConsumerGroup.validateOffsetFetch` (spec §8.2)."""
+        if member_id is None and member_epoch < 0:
+            return int(E.NONE)
+        m = self.members.get(member_id or "")
+        if m is None:
+            return int(E.UNKNOWN_MEMBER_ID)
+        if member_epoch != m.member_epoch:
+            return int(E.STALE_MEMBER_EPOCH)
+        return int(E.NONE)

@@ -1,0 +1,478 @@
+"""The consumer-group part of Kafka's `GroupMetadataManager` (spec §2-§5): ConsumerGroupHeartbeat, leave,
+the session and rebalance timers, fencing, ConsumerGroupDescribe/ListGroups views, replay and load.
+
+Pure: every public method works inside the shard's current operation (`OperationContext`: the time and the
+`Effects` being built) and returns results; records go out in Kafka's write order (member metadata, group
+epoch, target members and target metadata, current assignment). Heartbeats themselves are never written:
+only the changes they cause are.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Collection, Iterable
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.assignors import PartitionAssignorError
+from groupcoord.server.coordinator.context import OperationContext
+from groupcoord.server.coordinator.modern.consumer import codec
+from groupcoord.server.coordinator.modern.consumer.api import (
+    ConsumerGroupConfig,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResult,
+    TopicImage,
+)
+from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.member import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    UNREVOKED_PARTITIONS,
+    ConsumerGroupMember,
+    pairs,
+)
+from groupcoord.server.coordinator.modern.consumer.reconciliation import (
+    CurrentAssignmentBuilder,
+    FencedMemberEpochError,
+)
+from groupcoord.server.coordinator.modern.consumer.target import (
+    compute_target,
+    metadata_hash,
+    subscribed_topic_ids,
+)
+from groupcoord.server.coordinator.records import ConsumerGroupRecord
+from groupcoord.server.coordinator.types import CancelTimer, ScheduleTimer
+
+E = ErrorCode
+
+SESSION = "cg-session"
+REBALANCE = "cg-rebalance"
+
+
+#: (kind, group id, member id): the runtime reads the group id at [1] for the group's mailbox
+TimerKey = tuple[str, str, str]
+
+
+def session_key(group_id: str, member_id: str) -> TimerKey:
+    return (SESSION, group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str) -> TimerKey:
+    return (REBALANCE, group_id, member_id)
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = int(code)
+        self.message = message
+
+
+def blank(s: str | None) -> bool:
+    """Java's `trim().isEmpty()`: only characters <= U+0020."""
+    return s is not None and not s.strip("".join(chr(c) for c in range(33)))
+
+
+class ConsumerGroupManager:
+    def __init__(
+        self,
+        ctx: OperationContext,
+        config: ConsumerGroupConfig | None = None,
+        id_factory: Callable[[], str] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.config = config or ConsumerGroupConfig()
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._new_id = id_factory or (lambda: str(uuid.uuid4()))
+        # (group, member) -> the member epoch its rebalance timer was armed at
+        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    # ================================================================================== validation
+
+    def validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
+        """Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid` (spec §2.2 step 5); first failure wins."""
+        epoch = req.member_epoch
+        if (req.version >= 1 or epoch > 0 or epoch == -1) and (blank(req.member_id) or req.member_id == ""):
+            raise HeartbeatError(E.INVALID_REQUEST, "MemberId can't be empty.")
+        if blank(req.group_id) or req.group_id == "":
+            raise HeartbeatError(E.INVALID_REQUEST, "GroupId can't be empty.")
+        if req.instance_id is not None and (blank(req.instance_id) or req.instance_id == ""):
+            raise HeartbeatError(E.INVALID_REQUEST, "InstanceId can't be empty.")
+        if req.rack_id is not None and (blank(req.rack_id) or req.rack_id == ""):
+            raise HeartbeatError(E.INVALID_REQUEST, "RackId can't be empty.")
+        if epoch == 0:
+            if req.rebalance_timeout_ms == -1:
+                raise HeartbeatError(
+                    E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
+                )
+            if req.topic_partitions is None or any(req.topic_partitions.values()):
+                raise HeartbeatError(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise HeartbeatError(
+                    E.INVALID_REQUEST,
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+                )
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if req.instance_id is None:
+                raise HeartbeatError(E.INVALID_REQUEST, "InstanceId can't be null.")
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise HeartbeatError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
+            raise HeartbeatError(
+                E.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                f"{', '.join(self.config.assignors)}.",
+            )
+        if req.subscribed_topic_regex:
+            # regex subscriptions (KIP-848 §2.5) are not part of this landing: refused, never ignored
+            raise HeartbeatError(
+                E.INVALID_REGULAR_EXPRESSION,
+                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not supported by this coordinator yet.",
+            )
+
+    # =================================================================================== heartbeat
+
+    def heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
+    ) -> ConsumerGroupHeartbeatResult:
+        """The heartbeat's answer; its records are in the operation's `Effects` (the shard answers once they
+        are durable)."""
+        try:
+            self.validate(req)
+            result = self._leave(req) if req.member_epoch < 0 else self._heartbeat(req, topics)
+        except HeartbeatError as err:
+            result = ConsumerGroupHeartbeatResult(err.code, err.message)
+        except PartitionAssignorError as err:
+            result = ConsumerGroupHeartbeatResult(int(E.UNKNOWN_SERVER_ERROR), str(err))
+        return result
+
+    def _heartbeat(
+        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
+    ) -> ConsumerGroupHeartbeatResult:
+        cfg, now = self.config, self.ctx.now
+        g = self.groups.get(req.group_id)
+        if g is None:
+            if req.member_epoch != 0:
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+            g = ConsumerGroup(req.group_id)
+        static_holder = g.static_member(req.instance_id)
+        at_max = len(g.members) >= cfg.max_size
+        if static_holder is None and at_max and (req.member_id == "" or req.member_id not in g.members):
+            raise HeartbeatError(
+                E.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {cfg.max_size} members.",
+            )
+        member_id = req.member_id or self._new_id()
+        member, replaced = self._member_for(g, req, member_id, static_holder)
+        if req.member_epoch > 0:
+            self._check_epoch(member, req)
+        updated = member.replace(
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+            ),
+            server_assignor=req.server_assignor
+            if req.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=(
+                tuple(sorted(set(req.subscribed_topic_names)))
+                if req.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                req.subscribed_topic_regex
+                if req.subscribed_topic_regex is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=req.client_id,
+            client_host=req.client_host,
+        )
+        new_member = req.member_id not in g.members and replaced is None
+        subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        records: list[ConsumerGroupRecord] = []
+        if replaced is not None:
+            records += codec.member_tombstones(g.group_id, replaced.member_id)
+        if new_member or replaced is not None or updated.metadata_key() != member.metadata_key():
+            records.append(codec.member_metadata(g.group_id, updated))
+        # the group epoch: bumped by a subscription change or a change of the subscribed topics' metadata
+        old_for_names = replaced if replaced is not None else g.members.get(member_id)
+        names = g.names_with(old_for_names, updated)
+        new_hash = metadata_hash(names, topics)
+        group_epoch = g.group_epoch
+        if subscription_changed or new_hash != g.metadata_hash:
+            group_epoch += 1
+            records.append(codec.group_metadata(g.group_id, group_epoch, new_hash))
+        # the target assignment
+        members = dict(g.members)
+        if replaced is not None:
+            members.pop(replaced.member_id, None)
+        members[member_id] = updated
+        target = dict(g.target)
+        if replaced is not None:
+            target[member_id] = target.pop(replaced.member_id, {})
+            records.append(codec.target_member(g.group_id, member_id, target[member_id]))
+        assignment_epoch, assignment_ts = g.assignment_epoch, g.assignment_timestamp
+        if group_epoch > assignment_epoch and self._can_assign(g):
+            assignor = g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
+            new_target = compute_target(assignor, members, target, topics)
+            for mid in sorted(new_target):
+                if mid not in target or dict(new_target[mid]) != dict(target[mid]):
+                    records.append(codec.target_member(g.group_id, mid, new_target[mid]))
+            target = new_target
+            assignment_epoch, assignment_ts = group_epoch, now
+            records.append(codec.target_metadata(g.group_id, assignment_epoch, assignment_ts))
+        # apply what is decided so far, then reconcile the member towards its target
+        if g.group_id not in self.groups:
+            self.groups[g.group_id] = g
+        if replaced is not None:
+            g.remove_member(replaced.member_id)
+            self._cancel_timers(g.group_id, replaced.member_id)
+        g.group_epoch, g.metadata_hash = group_epoch, new_hash
+        g.target = target
+        g.assignment_epoch, g.assignment_timestamp = assignment_epoch, assignment_ts
+        g.update_member(updated)
+        reconciled = updated
+        if subscription_changed or not updated.is_reconciled_to(assignment_epoch):
+            try:
+                reconciled = CurrentAssignmentBuilder(
+                    updated,
+                    assignment_epoch,
+                    target.get(member_id, {}),
+                    subscribed_topic_ids(updated.subscribed_topic_names, topics),
+                    g.partition_epoch,
+                    req.topic_partitions,
+                    subscription_changed,
+                ).build()
+            except FencedMemberEpochError as err:
+                raise HeartbeatError(E.FENCED_MEMBER_EPOCH, str(err)) from None
+        if reconciled.assignment_key() != member.assignment_key() or new_member or replaced is not None:
+            records.append(codec.current_assignment(g.group_id, reconciled))
+        if reconciled is not updated:
+            g.update_member(reconciled)
+            self._rebalance_timer(g.group_id, reconciled)
+        for r in records:
+            self.ctx.fx.record(r)
+        self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
+        full = (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.topic_partitions is not None
+        )
+        changed = reconciled.assigned_partitions() != member.assigned_partitions()
+        send = req.member_epoch == 0 or full or changed or replaced is not None
+        return ConsumerGroupHeartbeatResult(
+            int(E.NONE),
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            assignment=reconciled.assigned_partitions() if send else None,
+        )
+
+    def _can_assign(self, g: ConsumerGroup) -> bool:
+        """Kafka's `canComputeNextTargetAssignment` (KIP-1263's assignment interval)."""
+        interval = self.config.assignment_interval_ms
+        return (
+            g.assignment_timestamp == 0 or interval == 0 or self.ctx.now >= g.assignment_timestamp + interval
+        )
+
+    def _member_for(
+        self,
+        g: ConsumerGroup,
+        req: ConsumerGroupHeartbeatRequest,
+        member_id: str,
+        holder: ConsumerGroupMember | None,
+    ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
+        """The member this heartbeat is for, and the static member it replaces (spec §2.4 step 4)."""
+        if req.instance_id is None:
+            m = g.members.get(member_id)
+            if m is not None:
+                return m, None
+            if req.member_epoch == 0:
+                return ConsumerGroupMember(member_id), None
+            raise HeartbeatError(
+                E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}."
+            )
+        if req.member_epoch == 0:
+            if holder is None:
+                m = g.members.get(member_id)
+                return (m if m is not None else ConsumerGroupMember(member_id)), None
+            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise HeartbeatError(
+                    E.UNRELEASED_INSTANCE_ID,
+                    f"Static member {holder.member_id} with instance id {req.instance_id} is not released yet.",
+                )
+            # the static member returns (usually with a new member id): it takes over the old one's place
+            fresh = holder.replace(
+                member_id=member_id,
+                member_epoch=0,
+                previous_member_epoch=0,
+                pending_revocation={},
+                assigned={t: dict(ps) for t, ps in holder.assigned.items()},
+            )
+            return fresh, holder
+        if holder is None:
+            raise HeartbeatError(
+                E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown in group {g.group_id}."
+            )
+        if holder.member_id != member_id:
+            raise HeartbeatError(
+                E.FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {req.instance_id} was fenced by member "
+                f"{holder.member_id}.",
+            )
+        return holder, None
+
+    @staticmethod
+    def _check_epoch(m: ConsumerGroupMember, req: ConsumerGroupHeartbeatRequest) -> None:
+        """Kafka's `throwIfConsumerGroupMemberEpochIsInvalid` (spec §2.4): an older epoch is accepted only
+        when it is the previous one and the client owns a subset of the assigned partitions (a lost reply)."""
+        received = req.member_epoch
+        if received > m.member_epoch:
+            raise HeartbeatError(
+                E.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a greater member epoch ({received}) than the one known by the "
+                f"group coordinator ({m.member_epoch}). The member must abandon all its partitions and rejoin.",
+            )
+        if received < m.member_epoch:
+            owned = req.topic_partitions
+            if (
+                received != m.previous_member_epoch
+                or owned is None
+                or not ({(t, p) for t, ps in owned.items() for p in ps} <= pairs(m.assigned))
+            ):
+                raise HeartbeatError(
+                    E.FENCED_MEMBER_EPOCH,
+                    f"The consumer group member has a smaller member epoch ({received}) than the one known by "
+                    f"the group coordinator ({m.member_epoch}). The member must abandon all its partitions and "
+                    "rejoin.",
+                )
+
+    # ======================================================================================= leave
+
+    def _leave(self, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResult:
+        g = self.groups.get(req.group_id)
+        if g is None:
+            raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+        if req.instance_id is None:
+            m = g.members.get(req.member_id)
+            if m is None:
+                raise HeartbeatError(
+                    E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {g.group_id}."
+                )
+        else:
+            m = g.static_member(req.instance_id)
+            if m is None:
+                raise HeartbeatError(
+                    E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown in group {g.group_id}."
+                )
+            if m.member_id != req.member_id:
+                raise HeartbeatError(
+                    E.FENCED_INSTANCE_ID,
+                    f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member "
+                    f"{m.member_id}.",
+                )
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                self._temporary_leave(g, m)
+                return ConsumerGroupHeartbeatResult(
+                    int(E.NONE), member_id=m.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                )
+        self.fence(g, [m.member_id], None)
+        return ConsumerGroupHeartbeatResult(int(E.NONE), member_id=req.member_id, member_epoch=-1)
+
+    def _temporary_leave(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
+        """Static -2 (spec §5.5): the member keeps its place and partitions; no epoch bump, no tombstones."""
+        left = m.replace(
+            member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+            pending_revocation={},
+            assigned={t: dict.fromkeys(ps, 0) for t, ps in m.assigned.items()},
+        )
+        g.update_member(left)
+        self.ctx.fx.record(codec.current_assignment(g.group_id, left))
+        self._cancel(rebalance_key(g.group_id, m.member_id))
+
+    def fence(self, g: ConsumerGroup, member_ids: Iterable[str], topics: TopicImage | None) -> None:
+        """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump."""
+        removed = False
+        for mid in member_ids:
+            if g.remove_member(mid) is None:
+                continue
+            removed = True
+            g.target.pop(mid, None)
+            for r in codec.member_tombstones(g.group_id, mid):
+                self.ctx.fx.record(r)
+            self._cancel_timers(g.group_id, mid)
+        if not removed:
+            return
+        if topics is not None:
+            g.metadata_hash = metadata_hash(g.subscribed_names(), topics)
+        g.group_epoch += 1
+        self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+
+    # ====================================================================================== timers
+
+    def _rebalance_timer(self, group_id: str, m: ConsumerGroupMember) -> None:
+        """Arm the revocation deadline when the member enters UNREVOKED_PARTITIONS; cancel it otherwise."""
+        key = rebalance_key(group_id, m.member_id)
+        if m.state == UNREVOKED_PARTITIONS:
+            self._rebalance_epochs[(group_id, m.member_id)] = m.member_epoch
+            self.ctx.fx.timer(ScheduleTimer(key, self.ctx.now + max(m.rebalance_timeout_ms, 0)))
+        else:
+            self._cancel(key)
+
+    def _cancel(self, key: TimerKey) -> None:
+        if key[0] == REBALANCE:
+            self._rebalance_epochs.pop((key[1], key[2]), None)
+        self.ctx.fx.timer(CancelTimer(key))
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel(session_key(group_id, member_id))
+        self._cancel(rebalance_key(group_id, member_id))
+
+    def on_timer(self, key: tuple[object, ...]) -> None:
+        kind, group_id, member_id = str(key[0]), str(key[1]), str(key[2])
+        g = self.groups.get(group_id)
+        if g is None or member_id not in g.members:
+            return
+        if kind == SESSION:
+            self.fence(g, [member_id], None)
+        elif kind == REBALANCE:
+            epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+            m = g.members[member_id]
+            if epoch is not None and m.member_epoch == epoch and m.state == UNREVOKED_PARTITIONS:
+                self.fence(g, [member_id], None)
+
+    # ============================================================================== load and unload
+
+    def replay(self, record: ConsumerGroupRecord) -> None:
+        codec.replay(self.groups, record)
+
+    def on_loaded(self, group_ids: Collection[str] | None = None) -> None:
+        """Re-arm every loaded member's session timer, and the revocation deadline of UNREVOKED members."""
+        ids = self.groups.keys() if group_ids is None else [gid for gid in group_ids if gid in self.groups]
+        for gid in list(ids):
+            g = self.groups[gid]
+            for m in g.members.values():
+                self.ctx.fx.timer(
+                    ScheduleTimer(
+                        session_key(gid, m.member_id), self.ctx.now + self.config.session_timeout_ms
+                    )
+                )
+                if m.state == UNREVOKED_PARTITIONS:
+                    self._rebalance_timer(gid, m)
+
+    def unload(self, group_ids: Collection[str] | None = None) -> None:
+        ids = list(self.groups) if group_ids is None else [gid for gid in group_ids if gid in self.groups]
+        for gid in ids:
+            g = self.groups.pop(gid)
+            for mid in g.members:
+                self._cancel_timers(gid, mid)
+
+    def delete(self, group_id: str) -> None:
+        """Write the group's tombstones in Kafka's order and drop it (DeleteGroups on an Empty group)."""
+        g = self.groups.pop(group_id, None)
+        if g is None:
+            return
+        for r in codec.group_tombstones(g):
+            self.ctx.fx.record(r)

@@ -1,0 +1,73 @@
+"""KIP-848 APIs with the authorizer on: READ on the group and DESCRIBE on the subscribed topics for
+ConsumerGroupHeartbeat, DESCRIBE on each group for ConsumerGroupDescribe (Kafka's KafkaApis checks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from tests.integration.security_fixture import SecureServer, scram_login, start_secure_server
+from tests.integration.test_acls import USERS, create_acls
+
+pytestmark = [pytest.mark.integration, pytest.mark.owns_server, pytest.mark.timeout(120)]
+GROUP_DENIED, TOPIC_DENIED = 30, 29
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory):  # type: ignore[no-untyped-def]
+    s = start_secure_server(
+        tmp_path_factory.mktemp("cg-acls"),
+        "--authorizer-class-name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "--super-users", "User:admin",
+        "--group-consumer-assignment-interval-ms", "0",
+        users=USERS,
+    )  # fmt: skip
+    yield s
+    s.srv.kill()
+
+
+def join(c, group: str, topics: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    req = ConsumerGroupHeartbeatRequest(
+        group_id=group,
+        member_id=f"{group}-m",
+        member_epoch=0,
+        rebalance_timeout_ms=30000,
+        subscribed_topic_names=topics,
+        topic_partitions=(),
+    )
+    return c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, req)
+
+
+def test_heartbeat_and_describe_need_the_group_and_topic_acls(secure: SecureServer) -> None:
+    create_acls(secure.sasl_plain)  # carol: READ on groups team-*, not team-secret; READ on topic secure
+    carol, _, _ = scram_login(secure.sasl_plain, "carol-secret", user="carol")
+    mallory, _, _ = scram_login(secure.sasl_plain, "mallory-secret", user="mallory")
+    try:
+        r = join(carol, "team-cg", ("secure",))
+        assert (r.error_code, r.member_epoch) == (0, 1)
+        assert len(r.assignment.topic_partitions[0].partitions) == 2
+        denied = join(carol, "team-cg2", ("secure", "elsewhere"))
+        assert denied.error_code == TOPIC_DENIED and "elsewhere" in denied.error_message
+        assert join(carol, "team-secret", ("secure",)).error_code == GROUP_DENIED
+        assert join(mallory, "team-cg", ("secure",)).error_code == GROUP_DENIED
+        d = carol.request(
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            1,
+            ConsumerGroupDescribeRequest(
+                group_ids=("team-cg", "team-cg2", "team-secret"), include_authorized_operations=True
+            ),
+        )
+        ok, missing, secret = d.groups
+        assert (ok.error_code, ok.group_state, len(ok.members)) == (0, "Stable", 1)
+        assert ok.authorized_operations & (1 << 3)  # READ
+        assert missing.error_code == 69  # the denied heartbeat created nothing
+        assert (secret.error_code, secret.members) == (GROUP_DENIED, ())
+        d = mallory.request(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, 0, ConsumerGroupDescribeRequest(group_ids=("team-cg",))
+        )
+        assert (d.groups[0].error_code, d.groups[0].members) == (GROUP_DENIED, ())
+    finally:
+        carol.close()
+        mallory.close()

@@ -1,0 +1,125 @@
+"""The Java consumer (kafka-clients 4.3) with `group.protocol=consumer` (KIP-848) against the real server.
+
+The same drivers as the classic Java tests (tests/drivers/java/, `-Dgroup.protocol=consumer`); the server
+side is read with ConsumerGroupDescribe. The Java consumer sends ConsumerGroupHeartbeat v1, OffsetCommit and
+OffsetFetch v9 with its member epoch, and a static member leaves with epoch -2 on close.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from tests.integration import drivers
+from tests.integration.helpers import RawClient, wait_for_sync
+
+pytestmark = [pytest.mark.integration, pytest.mark.owns_server, pytest.mark.timeout(300)]
+
+FLAGS = (
+    "--group-consumer-assignment-interval-ms", "0",
+    "--group-consumer-min-heartbeat-interval-ms", "300",
+    "--group-consumer-heartbeat-interval-ms", "300",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def java_cp() -> str:
+    return drivers.java_classpath()
+
+
+@pytest.fixture
+def run_java(java_cp: str) -> Iterator:
+    started: list[drivers.Driver] = []
+
+    def run(main: str, *args: str) -> drivers.Driver:
+        d = drivers.Driver(
+            [
+                "java",
+                "-Xshare:auto",
+                "-XX:TieredStopAtLevel=1",
+                "-Dgroup.protocol=consumer",
+                "-cp",
+                java_cp,
+                main,
+                *args,
+            ]
+        )
+        started.append(d)
+        return d
+
+    yield run
+    for d in started:
+        d.kill()
+
+
+def describe(srv: Any, group: str) -> Any:
+    c = RawClient(srv.host, srv.port)
+    try:
+        return c.request(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=(group,))
+        ).groups[0]
+    finally:
+        c.close()
+
+
+def server_view(srv: Any, group: str) -> dict[str, set[int]]:
+    g = describe(srv, group)
+    return {
+        m.member_id: {p for tp in m.assignment.topic_partitions for p in tp.partitions} for m in g.members
+    }
+
+
+def client_view(phase: dict) -> dict[str, set[int]]:
+    return {m["member_id"]: set(m["partitions"]) for m in phase["members"]}
+
+
+def test_java_scale_one_three_two(server_factory, run_java) -> None:  # type: ignore[no-untyped-def]
+    srv = server_factory(*FLAGS)
+    topic, group = "java-cg-scale", "java-cg-scale-g"
+    d = run_java("GroupDriver", "scale", srv.bootstrap, topic, group)
+    for name, size, records in (("one", 1, 30), ("three", 3, 60)):
+        phase = d.phase(name)
+        assert phase["records"] == records and len(phase["members"]) == size
+        g = describe(srv, group)
+        assert (g.group_state, g.group_epoch, g.assignment_epoch) == (
+            "Stable",
+            phase["generation"],
+            phase["generation"],
+        )
+        assert server_view(srv, group) == client_view(phase)
+        assert {m.member_type for m in g.members} == {1}
+        d.go()
+    two = d.phase("two")
+    assert two["records"] == 90 and two["consumed_total"] == 90  # every record consumed exactly once
+    wait_for_sync(lambda: server_view(srv, group) == client_view(two), 30, "the server agrees with the two")
+    assert two["left"]["member_id"] not in server_view(srv, group)
+    d.go()
+    d.finish()
+    g = describe(srv, group)
+    assert (g.group_state, g.members) == ("Empty", ())
+
+
+def test_java_static_member_restarted_without_reassignment(server_factory, run_java) -> None:  # type: ignore[no-untyped-def]
+    srv = server_factory(*FLAGS)
+    topic, group = "java-cg-static", "java-cg-static-g"
+    d = run_java("GroupDriver", "static", srv.bootstrap, topic, group)
+    stable = d.phase("stable")
+    before = describe(srv, group)
+    assert {m.instance_id for m in before.members} == {"inst-0", "inst-1", "inst-2"}
+    assert server_view(srv, group) == client_view(stable)
+    d.go()
+    restarted = d.phase("restarted")
+    old, members = restarted["old"], restarted["members"]
+    new = next(m for m in members if m["instance"] == "inst-1")
+    assert new["member_id"] != old["member_id"] and new["partitions"] == old["partitions"]
+    after = describe(srv, group)
+    assert after.group_epoch == before.group_epoch  # the restart caused no rebalance
+    assert server_view(srv, group) == client_view(restarted)
+    # it resumed from its predecessor's commits: only records produced after the restart
+    assert restarted["restarted_values"] and all(int(v[1:]) >= 20 for v in restarted["restarted_values"])
+    d.go()
+    d.finish()
