@@ -426,7 +426,7 @@ class Array(Construct):  # type: ignore[misc]  # construct ships no type hints: 
         return f"build_array_{fid}(obj, io, this)"
 
 
-class NullableStruct(Construct):
+class NullableStruct(Construct):  # type: ignore[misc]  # construct ships no type hints: Construct is Any
     """A struct field that may be null (Kafka's `nullableVersions` on a struct): an int8 marker, -1 for
     null, 1 followed by the struct otherwise (any negative marker reads as null, as Kafka's readers do)."""
 
