@@ -13,11 +13,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.protocol.consumer import decode_assignment, decode_subscription
+from groupcoord.server.coordinator.modern.consumer.member import STATE_NAMES
 
 if TYPE_CHECKING:
+    import uuid
+
     from groupcoord.server.cluster.node import ClusterNode
     from groupcoord.server.console.timeline import RebalanceTimeline
     from groupcoord.server.coordinator.group import ClassicGroup, Member
+    from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
+    from groupcoord.server.coordinator.modern.consumer.member import Assignment
     from groupcoord.server.coordinator.shard import GroupCoordinatorShard
     from groupcoord.server.log.manager import LogManager
     from groupcoord.server.txn.service import TxnCoordinator
@@ -100,6 +105,69 @@ def _group_type(g: ClassicGroup) -> str:
     return "classic"
 
 
+#: the server assignor a KIP-848 group uses when its members name none (Kafka's first of group.consumer.assignors)
+DEFAULT_ASSIGNOR = "uniform"
+
+
+def _summary(machine: GroupCoordinatorShard, gid: str) -> dict[str, Any] | None:
+    """Type, state, members, protocol and generation of a classic or KIP-848 consumer group."""
+    g = machine.group(gid)
+    if g is not None:
+        return {
+            "type": "classic",
+            "state": str(g.state),
+            "members": len(g.members),
+            "protocol_type": g.protocol_type,
+            "protocol": g.protocol_name,
+            "generation": g.generation_id,
+        }
+    cg = machine.consumer_group(gid)
+    if cg is not None:
+        return {
+            "type": "consumer",
+            "state": cg.state,
+            "members": len(cg.members),
+            "protocol_type": "consumer",
+            "protocol": cg.preferred_assignor(DEFAULT_ASSIGNOR),
+            "generation": cg.group_epoch,
+        }
+    return None
+
+
+def _names(logs: LogManager | None, assignment: Assignment) -> list[str]:
+    """`topic-partition` names of a KIP-848 assignment (topic id -> partitions); unknown ids by their id."""
+    out = []
+    for topic_id, parts in assignment.items():
+        info = None if logs is None else logs.topic_by_id(topic_id)
+        name = str(topic_id) if info is None else info.name
+        out += [f"{name}-{p}" for p in sorted(parts)]
+    return sorted(out)
+
+
+def _consumer_members(src: ConsoleSource, cg: ConsumerGroup) -> list[dict[str, Any]]:
+    target: dict[str, dict[uuid.UUID, Any]] = {mid: dict(t) for mid, t in cg.target.items()}
+    return [
+        {
+            "member_id": m.member_id,
+            "client_id": m.client_id,
+            "host": m.client_host,
+            "group_instance_id": m.instance_id,
+            "session_timeout_ms": None,
+            "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            "leader": False,
+            "member_epoch": m.member_epoch,
+            "member_state": STATE_NAMES.get(m.state, str(m.state)),
+            "subscription": sorted(m.subscribed_topic_names),
+            "assignment": _names(src.logs, m.assigned),
+            "pending_revocation": _names(src.logs, m.pending_revocation),
+            "target": _names(
+                src.logs, {t: dict.fromkeys(ps, 0) for t, ps in target.get(m.member_id, {}).items()}
+            ),
+        }
+        for m in cg.members.values()
+    ]
+
+
 def _lag_total(src: ConsoleSource, gid: str) -> int | None:
     machine = src.machine
     if machine is None:
@@ -120,12 +188,12 @@ def overview(src: ConsoleSource, visible: Visible = everything) -> dict[str, Any
     members = 0
     if machine is not None:
         for gid in machine.group_ids():
-            g = machine.group(gid)
-            if g is None or not visible("group", gid):
+            summary = _summary(machine, gid)
+            if summary is None or not visible("group", gid):
                 continue
-            by_type[_group_type(g)] += 1
-            by_state[str(g.state)] += 1
-            members += len(g.members)
+            by_type[summary["type"]] += 1
+            by_state[summary["state"]] += 1
+            members += summary["members"]
     topics = partitions = 0
     if src.logs is not None:
         for name, info in src.logs.topics().items():
@@ -160,18 +228,13 @@ def groups(src: ConsoleSource, timeline: RebalanceTimeline, visible: Visible = e
     rows = []
     if machine is not None:
         for gid in sorted(machine.group_ids()):
-            g = machine.group(gid)
-            if g is None or not visible("group", gid):
+            summary = _summary(machine, gid)
+            if summary is None or not visible("group", gid):
                 continue
             rows.append(
                 {
                     "group_id": gid,
-                    "type": _group_type(g),
-                    "state": str(g.state),
-                    "members": len(g.members),
-                    "protocol_type": g.protocol_type,
-                    "protocol": g.protocol_name,
-                    "generation": g.generation_id,
+                    **summary,
                     "lag": _lag_total(src, gid),
                     "rebalances": timeline.count(gid),
                     "last_rebalance": timeline.last(gid),
@@ -188,8 +251,9 @@ def group(
     if machine is None or not visible("group", gid):
         return None
     g = machine.group(gid)
+    cg = machine.consumer_group(gid) if g is None else None
     committed = machine.committed_offsets(gid)
-    if g is None and not committed:
+    if g is None and cg is None and not committed:
         return None
     members = []
     owner: dict[str, str] = {}
@@ -215,7 +279,13 @@ def group(
                     "assignment": parts,
                 }
             )
-        members.sort(key=lambda m: (m["client_id"], m["member_id"]))
+    elif cg is not None:
+        members = _consumer_members(src, cg)
+        for m in members:
+            for tp in m["assignment"]:
+                owner[tp] = m["member_id"]
+            topics.update(m["subscription"])
+    members.sort(key=lambda m: (m["client_id"], m["member_id"]))
     partitions = []
     for topic in sorted(t for t in topics if visible("topic", t)):
         info = None if src.logs is None else src.logs.topic(topic)
@@ -239,14 +309,14 @@ def group(
     for pid, offsets in sorted(machine.offset_manager.txn.pending.get(gid, {}).items()):
         for (topic, p), value in sorted(offsets.items()):
             pending.append({"producer_id": pid, "topic": topic, "partition": p, "offset": value.offset})
+    summary = _summary(machine, gid) or {
+        "type": "classic", "state": "Dead", "members": 0, "protocol_type": None, "protocol": None, "generation": 0,
+    }  # fmt: skip
     return {
         "group_id": gid,
-        "type": "classic" if g is None else _group_type(g),
-        "state": "Dead" if g is None else str(g.state),
-        "protocol_type": None if g is None else g.protocol_type,
-        "protocol": None if g is None else g.protocol_name,
-        "generation": 0 if g is None else g.generation_id,
+        **summary,
         "leader": None if g is None else g.leader_id,
+        "assignment_epoch": None if cg is None else cg.assignment_epoch,
         "members": members,
         "partitions": partitions,
         "grid": len(partitions) <= GRID_MAX_PARTITIONS,

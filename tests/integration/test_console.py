@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from tests.conftest import ROOT, free_port
 from tests.integration.browser import chromium
-from tests.integration.helpers import describe_group, journal_events, wait_for
+from tests.integration.helpers import describe_group, journal_events, wait_for, wait_for_sync
 from tests.integration.lag_fixture import lagging_group
 from tests.integration.names import unique
 from tests.integration.security_fixture import PLAIN_PASSWORD, PLAIN_USER, start_secure_server
@@ -306,3 +306,39 @@ async def test_long_tables_page_by_100_rows_and_keep_their_page_across_live_upda
             assert await shows("rows 101–120 of 120", 20)
     finally:
         await consumer.stop()
+
+
+def test_a_kip848_consumer_group_shows_its_epochs_members_and_assignment(server_factory) -> None:
+    """confluent-kafka with group.protocol=consumer: the console lists the group as type consumer with its
+    group epoch, each member's epoch and assigned partitions (topic ids resolved to names), and its lag."""
+    from tests.integration.test_consumer_group_confluent import FLAGS, Member, create_topic, produce
+
+    mport = free_port()
+    srv = server_factory("--metrics-port", str(mport), *FLAGS)
+    topic, gid = unique("kip848-console"), unique("kip848")
+    create_topic(srv.bootstrap, topic, 4)
+    produce(srv.bootstrap, topic, 0, 8, partitions=4)
+    seen: dict[str, str] = {}
+    members = [Member(srv.bootstrap, gid, topic, f"m{i}", seen) for i in range(2)]
+    try:
+
+        def settled() -> bool:
+            status, page = get(mport, "/ui/api/group?id=" + urllib.parse.quote(gid, safe=""))
+            if status != 200 or page["state"] != "Stable" or len(page["members"]) != 2:
+                return False
+            return sorted(tp for m in page["members"] for tp in m["assignment"]) == [
+                f"{topic}-{p}" for p in range(4)
+            ]
+
+        wait_for_sync(settled, 90, "the console to show the consumer group stable with 4 partitions split")
+        page = group_page(mport, gid)
+        assert page["type"] == "consumer" and page["protocol"] == "uniform"
+        assert all(m["member_epoch"] == page["generation"] for m in page["members"])
+        assert sorted(m["client_id"] for m in page["members"]) == ["m0", "m1"]
+        assert all(m["pending_revocation"] == [] and len(m["assignment"]) == 2 for m in page["members"])
+        row = next(g for g in get(mport, "/ui/api/groups")[1]["groups"] if g["group_id"] == gid)
+        assert (row["type"], row["state"], row["members"]) == ("consumer", "Stable", 2)
+        assert get(mport, "/ui/api/overview")[1]["groups_by_type"].get("consumer") == 1
+    finally:
+        for m in members:
+            m.close()
