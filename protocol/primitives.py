@@ -419,6 +419,53 @@ class Array(Construct):
         return f"build_array_{fid}(obj, io, this)"
 
 
+class NullableStruct(Construct):
+    """A struct field Kafka declares nullable: an int8 marker (-1 null, 1 present), then the struct."""
+
+    def __init__(self, subcon: Construct) -> None:
+        super().__init__()
+        self.subcon = subcon
+
+    def _parse(self, stream: BinaryIO, context: Any, path: str) -> Any:
+        marker = r_i8(stream)
+        if marker < 0:
+            return None
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: BinaryIO, context: Any, path: str) -> Any:
+        if obj is None:
+            w_i8(stream, -1)
+            return obj
+        w_i8(stream, 1)
+        self.subcon._build(obj, stream, context, path)
+        return obj
+
+    def _emitparse(self, code: Any) -> str:
+        code.append(RUNTIME_IMPORT)
+        fid = code.allocateId()
+        code.append(f"""
+            def parse_nstruct_{fid}(io, this):
+                if r_i8(io) < 0:
+                    return None
+                return {self.subcon._compileparse(code)}
+        """)
+        return f"parse_nstruct_{fid}(io, this)"
+
+    def _emitbuild(self, code: Any) -> str:
+        code.append(RUNTIME_IMPORT)
+        fid = code.allocateId()
+        code.append(f"""
+            def build_nstruct_{fid}(obj, io, this):
+                if obj is None:
+                    w_i8(io, -1)
+                    return obj
+                w_i8(io, 1)
+                {self.subcon._compilebuild(code)}
+                return obj
+        """)
+        return f"build_nstruct_{fid}(obj, io, this)"
+
+
 def scalar(kind: str, compact: bool = False, nullable: bool = False) -> Scalar:
     """The construct for one Kafka primitive type name, in compact (flexible) form or not."""
     table: dict[str, tuple[str, str, Any]] = {

@@ -24,7 +24,15 @@ from typing import Any, BinaryIO, TypeVar, dataclass_transform
 from construct import Construct
 
 from groupcoord.protocol.errors import DecodeError, EncodeError
-from groupcoord.protocol.primitives import RUNTIME_IMPORT, Array, r_exact, r_uvarint, scalar, uvarint_bytes
+from groupcoord.protocol.primitives import (
+    RUNTIME_IMPORT,
+    Array,
+    NullableStruct,
+    r_exact,
+    r_uvarint,
+    scalar,
+    uvarint_bytes,
+)
 
 T = TypeVar("T")
 
@@ -209,6 +217,8 @@ def _construct_for(typ: Any, spec: FieldSpec, version: int, flexible: bool) -> C
             sub = scalar(elem, compact=compact)
         return Array(sub, nullable=nullable, compact=compact)
     if isinstance(typ, type):
+        if nullable:
+            return NullableStruct(record(typ, version, flexible))
         return record(typ, version, flexible)
     return scalar(typ, compact=compact, nullable=nullable)
 

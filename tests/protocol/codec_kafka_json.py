@@ -12,16 +12,20 @@ import importlib.resources
 import json
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 from groupcoord.protocol.schema import ArrayOf, FieldSpec, Versions, snake
 
 _COMMENTS = re.compile(r"(?m)^\s*//.*$")
+_OURS = Path(__file__).parent / "kafka_json"
 
 
 def load_kafka_json(name: str) -> dict[str, Any]:
     """Kafka's JSON definition `name` (e.g. "JoinGroupRequest") as bundled with kafka-python."""
-    text = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json").read_text()
+    bundled = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json")
+    # APIs newer than kafka-python's bundle (KIP-932 share groups) keep Kafka 4.3's JSON in kafka_json/
+    text = bundled.read_text() if bundled.is_file() else (_OURS / f"{name}.json").read_text()
     definition = json.loads(_COMMENTS.sub("", text))
     common = {c["name"]: c["fields"] for c in definition.get("commonStructs", [])}
     if common:
