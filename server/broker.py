@@ -24,6 +24,7 @@ from groupcoord.server.apis import (
     routing,
     sasl,
     scram_credentials,
+    share_groups,
     txn,
 )
 from groupcoord.server.cluster.leases import NodeInfo
@@ -99,7 +100,16 @@ HANDLERS = {
     ApiKey.DELETE_ACLS: acls.delete_acls,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
 }
+#: KIP-932: not advertised (and answered UNSUPPORTED_VERSION by the dispatcher) with --group-share-enable false
+SHARE_APIS = (
+    ApiKey.SHARE_GROUP_HEARTBEAT,
+    ApiKey.SHARE_GROUP_DESCRIBE,
+    ApiKey.SHARE_FETCH,
+    ApiKey.SHARE_ACKNOWLEDGE,
+)
 
 
 def make_store(cfg: ServerConfig) -> StateStore:
@@ -133,7 +143,8 @@ class Broker:
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
-        self.dispatcher = Dispatcher(self, authz.guarded(HANDLERS) if self.security.enabled else HANDLERS)
+        handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
+        self.dispatcher = Dispatcher(self, authz.guarded(handlers) if self.security.enabled else handlers)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
         self.loaded: asyncio.Future | None = None
@@ -201,7 +212,7 @@ class Broker:
             from groupcoord.server.control.clock import VirtualClock
 
             self.clock = VirtualClock(wall_ms())
-        self.machine = GroupCoordinatorShard(cfg.coordinator())
+        self.machine = GroupCoordinatorShard(cfg.coordinator(), share_config=cfg.share())
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)
         self.txn = TxnCoordinator(
             self.store,

@@ -23,6 +23,12 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
+from groupcoord.server.coordinator.modern.share.group import (
+    DescribedShareGroup,
+    ShareHeartbeatRequest,
+)
+from groupcoord.server.coordinator.modern.share.manager import SESSION_TIMER, ShareGroupManager
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
     GroupRecord,
@@ -30,6 +36,8 @@ from groupcoord.server.coordinator.records import (
     OffsetValue,
     PendingOffsetRecord,
     Record,
+    ShareGroupRecord,
+    SharePartitionRecord,
 )
 from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
@@ -37,6 +45,7 @@ from groupcoord.server.coordinator.types import (
     Effects,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResult,
     LeaveGroupRequest,
     LeaveGroupResult,
     ListedGroup,
@@ -54,11 +63,19 @@ class GroupCoordinatorShard:
     """All classic groups of this coordinator and their committed offsets."""
 
     def __init__(
-        self, config: CoordinatorConfig | None = None, *, id_factory: Callable[[str], str] | None = None
+        self,
+        config: CoordinatorConfig | None = None,
+        *,
+        id_factory: Callable[[str], str] | None = None,
+        share_config: ShareGroupConfig | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
         self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
         self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager)
+        #: KIP-932 share groups (modern/share); one group id has one type, so each side asks the other
+        self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.has_group)
+        #: share-partition state read at load, for the share-partition manager (server/share) to take
+        self.loaded_share_partitions: list[SharePartitionRecord] = []
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -90,6 +107,11 @@ class GroupCoordinatorShard:
     # ============================================================================= group requests
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        if self.share_manager.has(req.group_id):
+            # one id, one type: a classic join on a share group's id (Kafka: "not a classic group")
+            fx = self._ctx.begin(now_ms)
+            fx.reply(token, JoinGroupResult(int(E.GROUP_ID_NOT_FOUND), member_id=req.member_id))
+            return fx
         return self.group_manager.join_group(req, token, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, token: Hashable, now_ms: int) -> Effects:
@@ -106,7 +128,23 @@ class GroupCoordinatorShard:
         return self.group_manager.force_rebalance(group_id, reason, now_ms)
 
     def on_timer(self, key: tuple, now_ms: int) -> Effects:
+        if key[0] == SESSION_TIMER:
+            return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
+
+    # ================================================================ share groups (KIP-932)
+
+    def share_group_heartbeat(self, req: ShareHeartbeatRequest, token: Hashable, now_ms: int) -> Effects:
+        return self.share_manager.heartbeat(req, token, now_ms)
+
+    def share_group_describe(self, ids: Iterable[str]) -> list[DescribedShareGroup]:
+        return self.share_manager.describe(ids)
+
+    def share_subscribed_names(self, group_id: str) -> set[str]:
+        return self.share_manager.subscribed_names(group_id)
+
+    def has_share_group(self, group_id: str) -> bool:
+        return self.share_manager.has(group_id)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
         return self.group_manager.describe_groups(ids)
@@ -114,7 +152,14 @@ class GroupCoordinatorShard:
     def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
     ) -> list[ListedGroup]:
-        return self.group_manager.list_groups(states_filter, types_filter)
+        states = {s.lower() for s in states_filter}
+        types = {t.lower() for t in types_filter}
+        out = self.group_manager.list_groups(states_filter, types_filter)
+        if not types or "share" in types:
+            for g in self.share_manager.groups.values():
+                if not states or g.state.lower() in states:
+                    out.append(ListedGroup(g.group_id, "share", g.state, "share"))
+        return out
 
     # ============================================================================ offset requests
 
@@ -149,7 +194,9 @@ class GroupCoordinatorShard:
         results: list[tuple[str, int]] = []
         for gid in dict.fromkeys(ids):
             g = self.group_manager.group(gid)
-            if g is None or g.state == DEAD:
+            if g is None and self.share_manager.has(gid):
+                results.append((gid, self.share_manager.delete(gid, fx)))
+            elif g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
             elif g.state != EMPTY:
                 results.append((gid, int(E.NON_EMPTY_GROUP)))
@@ -191,6 +238,10 @@ class GroupCoordinatorShard:
             self.offset_manager.replay_offset(record)
         elif isinstance(record, PendingOffsetRecord):
             self.offset_manager.txn.replay(record)
+        elif isinstance(record, ShareGroupRecord):
+            self.share_manager.replay(record)
+        elif isinstance(record, SharePartitionRecord):
+            self.loaded_share_partitions.append(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
 
     def finish_load(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -200,6 +251,7 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
+        self.share_manager.on_loaded(fx, now_ms, group_ids)
         return fx
 
     def unload(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -209,4 +261,5 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.group_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
+        self.share_manager.unload(fx, group_ids)
         return fx

@@ -18,8 +18,11 @@ from groupcoord.server.coordinator.records import (
     OffsetValue,
     PendingOffsetRecord,
     Record,
+    ShareGroupRecord,
+    SharePartitionRecord,
     TxnRecord,
     TxnValue,
+    encode_share_record,
 )
 from groupcoord.server.storage.base import StorageError
 
@@ -67,12 +70,14 @@ class GroupCommit:
 class LatestByKey:
     """A batch folded to the last value per key, as a replay would leave it (None: delete the key): one
     upsert or delete per row however often the batch wrote it. Keys: group id; (group, topic, partition) for
-    offsets; (group, producer id, topic, partition) for pending transactional offsets; transactional id."""
+    offsets; (group, producer id, topic, partition) for pending transactional offsets; transactional id; the share records' own key."""
 
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     offsets: dict[tuple[str, str, int], OffsetValue | None] = field(default_factory=dict)
     pending: dict[tuple[str, int, str, int], OffsetValue | None] = field(default_factory=dict)
     txns: dict[str, TxnValue | None] = field(default_factory=dict)
+    #: share groups and share-partition state (KIP-932): record key as JSON -> value as JSON (None: delete)
+    share: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> LatestByKey:
@@ -84,6 +89,9 @@ class LatestByKey:
                 out.pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
             elif isinstance(r, TxnRecord):
                 out.txns[r.transactional_id] = r.value
+            elif isinstance(r, ShareGroupRecord | SharePartitionRecord):
+                key, value = encode_share_record(r)
+                out.share[key] = value
             else:
                 out.groups[r.group_id] = r.value
         return out

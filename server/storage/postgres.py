@@ -190,6 +190,9 @@ class PostgresStateStore:
 
     async def _commit(self, records: list[Record]) -> None:
         latest = LatestByKey.of(records)
+        if latest.share:
+            # KIP-932 state has no PostgreSQL table yet (docs/share-groups.md): refuse rather than drop it
+            raise StorageError("share groups are not stored in PostgreSQL yet; use --storage disk or memory")
         groups, offsets, pending, txns = latest.groups, latest.offsets, latest.pending, latest.txns
         shard = {
             g: shard_of(g, self.shards) for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending)}
