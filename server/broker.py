@@ -24,6 +24,7 @@ from groupcoord.server.apis import (
     routing,
     sasl,
     scram_credentials,
+    share_fetch,
     share_groups,
     txn,
 )
@@ -47,6 +48,7 @@ from groupcoord.server.network import Connection, ConnectionGuard, NetworkLimits
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.security import Security
+from groupcoord.server.share.service import ShareService
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.postgres import PostgresStateStore
@@ -102,6 +104,8 @@ HANDLERS = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
     ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
+    ApiKey.SHARE_FETCH: share_fetch.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
 }
 #: KIP-932: not advertised (and answered UNSUPPORTED_VERSION by the dispatcher) with --group-share-enable false
 SHARE_APIS = (
@@ -140,6 +144,8 @@ class Broker:
         self.configs: ConfigManager | None = None
         #: the transaction coordinator (server/txn)
         self.txn: TxnCoordinator | None = None
+        #: KIP-932 share partitions and sessions (server/share)
+        self._share: ShareService | None = None
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
@@ -224,6 +230,8 @@ class Broker:
             cleanup_interval_ms=cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         )
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
+        self._share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
+        self.dispatcher.on_connection_closed.append(self._share.connection_closed)
         if cfg.metrics_port:
             self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
             self.dispatcher.observer = self.ops
@@ -269,6 +277,12 @@ class Broker:
             raise
         self.listeners = tuple(bound)
 
+    @property
+    def share(self) -> ShareService:
+        """KIP-932 share partitions and sessions (the handlers' `ShareServices`)."""
+        assert self._share is not None, "the broker is not started"
+        return self._share
+
     def controls(self) -> Control:
         """The test controls (virtual clock, faults, observation); inert until a test uses them."""
         if self._control is None:
@@ -301,6 +315,10 @@ class Broker:
         effects = self.machine.finish_load(self.clock.now_ms())
         if effects:
             self.runtime.apply_unowned(effects)
+        assert self._share is not None
+        self._share.load(self.machine.loaded_share_partitions)
+        self.machine.loaded_share_partitions.clear()
+        self._share.ready.set()
         self.load_ms = wall_ms() - started
         self.loading = False
         self.txn.start()
@@ -428,6 +446,9 @@ class Broker:
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()
+        if self._share is not None:
+            await self._share.quiesce()
+            self._share.close()
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)

@@ -49,6 +49,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "server.topic_view": ("server.topic_view", "server.log"),
     # the transaction coordinator: a pure state machine and a service over the store and the log
     "server.txn": ("server.txn", "server.coordinator.records", "server.log", "server.storage", "protocol"),
+    # KIP-932 share partitions beside the log: pure state machines and a service over the store and the log
+    "server.share": (
+        "server.share",
+        "server.coordinator.records",
+        "server.coordinator.modern.share.config",
+        "server.log",
+        "server.storage",
+        "server.timers",
+        "protocol",
+    ),
     # the narrow interface handlers get instead of the Broker: only the layers below the handlers
     "server.services": (
         "server.services",
@@ -59,6 +69,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.topic_view",
         "server.configs",
         "server.txn",
+        "server.share",
         "server.security.authorizer",
         "protocol",
     ),
@@ -83,6 +94,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.log",
         "server.configs",
         "server.txn",
+        "server.share",
         "protocol",
     ),
     "server.network": ("server.network", "server.dispatch", "server.listeners", "protocol"),

@@ -141,6 +141,27 @@ class SharePartition:
                 out.append(AcquiredRange(off, off, count))
         return out
 
+    def unacquire(self, acquired: Sequence[AcquiredRange], from_offset: int) -> list[AcquiredRange]:
+        """Give back the offsets >= `from_offset` of this fetch's `acquired` ranges (the log read did not
+        reach them): as they were before, the never-delivered tail dropped. Returns the ranges kept."""
+        kept: list[AcquiredRange] = []
+        for r in acquired:
+            if r.last_offset < from_offset:
+                kept.append(r)
+                continue
+            if r.first_offset < from_offset:
+                kept.append(AcquiredRange(r.first_offset, from_offset - 1, r.delivery_count))
+            for off in range(max(r.first_offset, from_offset), r.last_offset + 1):
+                rec = self.window[off]
+                rec.state, rec.owner, rec.deadline_ms = AVAILABLE, "", 0
+                rec.delivery_count -= 1
+        while self.end > self.start and self.window[self.end - 1].delivery_count == 0:
+            if self.window[self.end - 1].state != AVAILABLE:
+                break
+            del self.window[self.end - 1]
+            self.end -= 1
+        return kept
+
     def skip_to(self, offset: int) -> bool:
         """The log start moved past SPSO (retention, DeleteRecords) or `share.auto.offset.reset` resolved:
         archive what is below `offset` and start there. True when something changed."""
