@@ -145,7 +145,7 @@ class Broker:
         #: the transaction coordinator (server/txn)
         self.txn: TxnCoordinator | None = None
         #: KIP-932 share partitions and sessions (server/share)
-        self._share: ShareService | None = None
+        self.share: ShareService | None = None
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
@@ -230,8 +230,8 @@ class Broker:
             cleanup_interval_ms=cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         )
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
-        self._share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
-        self.dispatcher.on_connection_closed.append(self._share.connection_closed)
+        self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
+        self.dispatcher.on_connection_closed.append(self.share.connection_closed)
         if cfg.metrics_port:
             self.ops = Ops(self, partition_lag=cfg.metrics_partition_lag)
             self.dispatcher.observer = self.ops
@@ -277,12 +277,6 @@ class Broker:
             raise
         self.listeners = tuple(bound)
 
-    @property
-    def share(self) -> ShareService:
-        """KIP-932 share partitions and sessions (the handlers' `ShareServices`)."""
-        assert self._share is not None, "the broker is not started"
-        return self._share
-
     def controls(self) -> Control:
         """The test controls (virtual clock, faults, observation); inert until a test uses them."""
         if self._control is None:
@@ -315,10 +309,10 @@ class Broker:
         effects = self.machine.finish_load(self.clock.now_ms())
         if effects:
             self.runtime.apply_unowned(effects)
-        assert self._share is not None
-        self._share.load(self.machine.loaded_share_partitions)
+        assert self.share is not None
+        self.share.load(self.machine.loaded_share_partitions)
         self.machine.loaded_share_partitions.clear()
-        self._share.ready.set()
+        self.share.ready.set()
         self.load_ms = wall_ms() - started
         self.loading = False
         self.txn.start()
@@ -335,6 +329,8 @@ class Broker:
     async def _join_cluster(self) -> None:
         """Cluster mode: nothing is loaded up front; each shard is loaded when this node takes its lease."""
         assert self.machine is not None and self.runtime is not None
+        assert self.share is not None
+        self.share.ready.set()  # share-partition state is not kept in PostgreSQL yet (docs/share-groups.md)
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
         self.cluster = ClusterNode(
@@ -446,9 +442,9 @@ class Broker:
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()
-        if self._share is not None:
-            await self._share.quiesce()
-            self._share.close()
+        if self.share is not None:
+            await self.share.quiesce()
+            self.share.close()
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)
