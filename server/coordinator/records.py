@@ -145,7 +145,7 @@ class ShareGroupRecord:
     value: ShareGroupValue | None  # None: tombstone
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str]:
         return ("share_group", self.group_id)
 
 
@@ -178,7 +178,7 @@ class SharePartitionRecord:
     value: SharePartitionValue | None  # None: tombstone
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, str, int]:
         return ("share_partition", self.group_id, self.topic_id, self.partition)
 
 

@@ -18,6 +18,7 @@ import asyncio
 import struct
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import structlog
 
@@ -73,7 +74,7 @@ class ShareService:
         self.sessions = ShareSessions(config.max_share_sessions)
         self.timers = TimerService(loop, self._lock_timer, clock)
         self._changed: asyncio.Future[None] | None = None
-        self._writes: set[asyncio.Task[None]] = set()
+        self._writes: set[asyncio.Task[bool]] = set()
         self.failed_writes = 0
         #: set once the stored share-partition state is loaded: requests wait for it
         self.ready = asyncio.Event()
@@ -155,14 +156,15 @@ class ShareService:
         else:
             self.timers.schedule(key, deadline)
 
-    def _lock_timer(self, key: Hashable) -> None:
-        sp = self.partitions.get(key)  # type: ignore[arg-type]
+    def _lock_timer(self, timer_key: Hashable) -> None:
+        key = cast(PartitionKey, timer_key)  # the keys this service schedules
+        sp = self.partitions.get(key)
         if sp is None:
             return
         if sp.expire_locks(self.now_ms()):
-            self._persist_later([self._record(key, sp)])  # type: ignore[arg-type]
+            self._persist_later([self._record(key, sp)])
             self._wake()
-        self._arm(key, sp)  # type: ignore[arg-type]
+        self._arm(key, sp)
 
     def _wake(self) -> None:
         fut, self._changed = self._changed, None

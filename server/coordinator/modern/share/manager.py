@@ -215,7 +215,7 @@ class ShareGroupManager:
 
     # ---------------------------------------------------------------------------------------- timers
 
-    def on_timer(self, key: tuple, now_ms: int) -> Effects:
+    def on_timer(self, key: tuple[str, ...], now_ms: int) -> Effects:
         """A member's session expired: remove it as a leave would (its acquired records stay locked until
         their locks expire, as in Kafka)."""
         fx = Effects()
