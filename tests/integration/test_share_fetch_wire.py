@@ -178,8 +178,10 @@ def test_dropped_connection_releases_and_long_poll_wakes_on_produce(server_facto
     c.close()
 
 
-def test_kill_9_keeps_acknowledged_and_unacknowledged(server_factory) -> None:  # type: ignore[no-untyped-def]
-    srv = server_factory("--topic", "t:1", "--share-auto-offset-reset", "earliest")
+@pytest.mark.parametrize("storage", ["disk", "postgresql"])
+def test_kill_9_keeps_acknowledged_and_unacknowledged(server_factory, request, storage: str) -> None:  # type: ignore[no-untyped-def]
+    url = request.getfixturevalue("pg_url") if storage == "postgresql" else "disk"
+    srv = server_factory("--topic", "t:1", "--share-auto-offset-reset", "earliest", "--storage", url)
     produce(srv.bootstrap, 20)
     c = RawClient(srv.host, srv.port)
     tid = topic_id(c)
