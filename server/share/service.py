@@ -18,7 +18,7 @@ import asyncio
 import struct
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import structlog
 
@@ -233,7 +233,7 @@ class ShareService:
         while True:
             out = await self._fetch_once(group_id, member_id, parts, max_records, max_bytes)
             total = sum(len(f.records) for f in out.values())
-            got = any(f.acquired for f in out.values())
+            got = any(f.acquired or f.error for f in out.values())
             remaining = deadline - self.loop.time()
             if got or total >= max(min_bytes, 1) or remaining <= 0 or max_records <= 0 or not parts:
                 return out
@@ -243,16 +243,22 @@ class ShareService:
         if self._changed is None or self._changed.done():
             self._changed = self.loop.create_future()
         changed = self._changed
+        # an append matters only where the in-flight window has room; a full window waits for a change
         offsets: dict[tuple[str, int], int] = {}
         for (tid, p), topic in parts:
             sp = self.partitions.get((group_id, tid, p))
-            if sp is not None:
+            if sp is not None and sp.in_flight() < sp.max_in_flight:
                 offsets[(topic, p)] = sp.end
-        data = self.loop.create_task(self.logs.wait_for_data(offsets, timeout))
+        waits: set[asyncio.Future[Any]] = {changed}
+        data = None
+        if offsets:
+            data = self.loop.create_task(self.logs.wait_for_data(offsets, timeout))
+            waits.add(data)
         try:
-            await asyncio.wait({data, changed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            data.cancel()
+            if data is not None:
+                data.cancel()
 
     async def _fetch_once(
         self,
