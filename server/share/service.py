@@ -298,6 +298,20 @@ class ShareService:
             out[k] = Fetched(r.records, tuple(acquired))
         return out
 
+    async def delete_group(self, group_id: str) -> bool:
+        """DeleteGroups of an empty share group: its share-partition state goes first (Kafka deletes the
+        state, then the group). False when the tombstones could not be written; the state is then kept."""
+        await self.ready.wait()
+        keys = [k for k in self.partitions if k[0] == group_id]
+        if not keys:
+            return True
+        if not await self._persist([SharePartitionRecord(g, t, p, None) for g, t, p in keys]):
+            return False
+        for k in keys:
+            self.timers.cancel(k)
+            del self.partitions[k]
+        return True
+
     # --------------------------------------------------------------------------- sessions closing
 
     def release(self, group_id: str, member_id: str, keys: Iterable[Key]) -> None:

@@ -200,3 +200,28 @@ def test_kill_9_keeps_acknowledged_and_unacknowledged(server_factory, request, s
     # 0-1 and 10-19 were accepted: never again; 2-9 were acquired only: delivered again (count not kept)
     assert got == [(2, 9, 1)]
     c.close()
+
+
+def test_delete_group_deletes_share_state(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """DeleteGroups on a share group: NON_EMPTY_GROUP with members; once empty the group and its share-partition
+    state go, so a new group of that id starts afresh (share.auto.offset.reset again)."""
+    from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
+    from groupcoord.protocol.messages.list_groups import ListGroupsRequest
+    from groupcoord.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+
+    srv = server_factory("--topic", "t:1", "--share-auto-offset-reset", "earliest")
+    produce(srv.bootstrap, 5)
+    c = RawClient(srv.host, srv.port)
+    tid = topic_id(c)
+    assert c.request(76, 1, ShareGroupHeartbeatRequest("g", "u1", 0, None, ("t",))).error_code == 0
+    u1 = Member(srv, "u1", tid)
+    assert acquired(u1.fetch(max_wait_ms=5000)) == [(0, 4, 1)]
+    assert ack_errors(u1.ack(b(0, 4, ACCEPT))) == [0]
+    assert c.request(42, 2, DeleteGroupsRequest(groups_names=("g",))).results[0].error_code == 68
+    assert c.request(76, 1, ShareGroupHeartbeatRequest("g", "u1", -1, None, None)).error_code == 0
+    assert c.request(42, 2, DeleteGroupsRequest(groups_names=("g",))).results[0].error_code == 0
+    listed = c.request(16, 5, ListGroupsRequest(types_filter=("share",))).groups
+    assert [g.group_id for g in listed] == []
+    u2 = Member(srv, "u2", tid)
+    assert acquired(u2.fetch(max_wait_ms=5000)) == [(0, 4, 1)]  # the accepted records: state was deleted
+    c.close()
