@@ -50,6 +50,7 @@ from groupcoord.server.coordinator.types import (
     LeaveGroupResult,
     ListedGroup,
     OffsetCommitRequest,
+    OffsetCommitResult,
     OffsetFetchRequest,
     OffsetFetchResult,
     SyncGroupRequest,
@@ -164,6 +165,17 @@ class GroupCoordinatorShard:
     # ============================================================================ offset requests
 
     def commit_offsets(self, req: OffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
+        if self.share_manager.has(req.group_id):
+            # a share group has no committed offsets (Kafka's ShareGroup.validateOffsetCommit)
+            fx = self._ctx.begin(now_ms)
+            not_found = int(E.GROUP_ID_NOT_FOUND)
+            fx.reply(
+                token,
+                OffsetCommitResult(
+                    tuple((t, tuple((p.partition, not_found) for p in ps)) for t, ps in req.topics)
+                ),
+            )
+            return fx
         return self.offset_manager.commit_offsets(req, token, now_ms)
 
     def txn_commit_offsets(self, req: TxnOffsetCommitRequest, token: Hashable, now_ms: int) -> Effects:
@@ -178,6 +190,8 @@ class GroupCoordinatorShard:
         return self.offset_manager.txn.complete(group_id, producer_id, commit, token, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
+        if self.share_manager.has(req.group_id):
+            return OffsetFetchResult(int(E.GROUP_ID_NOT_FOUND), ())  # Kafka's ShareGroup.validateOffsetFetch
         return self.offset_manager.fetch_offsets(req, now_ms)
 
     def delete_offsets(
@@ -185,6 +199,8 @@ class GroupCoordinatorShard:
     ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
         """OffsetDelete (API 47): the result and the tombstones to write before answering."""
         fx = self._ctx.begin(now_ms)
+        if self.share_manager.has(group_id):
+            return (int(E.GROUP_ID_NOT_FOUND), ()), fx  # Kafka's ShareGroup.validateOffsetDelete
         return self.offset_manager.delete_offsets(group_id, topics), fx
 
     # ============================================================ across managers: delete, cleanup

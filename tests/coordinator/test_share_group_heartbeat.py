@@ -204,3 +204,17 @@ def test_new_partitions_bump_epoch_and_reassign() -> None:
     r, _ = hb(shard, "u1", 0)
     r2, _ = hb(shard, "u1", r.member_epoch, None, meta={"t": ("00aa", 3)})
     assert r2.member_epoch == r.member_epoch + 1 and parts(r2) == {0, 1, 2}
+
+
+def test_offsets_apis_refuse_a_share_group() -> None:
+    from groupcoord.server.coordinator.types import CommitPartition, OffsetCommitRequest, OffsetFetchRequest
+
+    shard = GroupCoordinatorShard()
+    hb(shard, "u1", 0)
+    fx = shard.commit_offsets(
+        OffsetCommitRequest(8, "g", -1, "", None, -1, (("t", (CommitPartition(0, 5),)),)), "tok", 0
+    )
+    assert fx.replies[0][1].topics == (("t", ((0, E.GROUP_ID_NOT_FOUND),)),)
+    assert not shard.has_group("g")  # no classic group was created beside it
+    assert shard.fetch_offsets(OffsetFetchRequest(8, "g", None), 0).error == E.GROUP_ID_NOT_FOUND
+    assert shard.delete_offsets("g", [("t", [0])], 0)[0][0] == E.GROUP_ID_NOT_FOUND
