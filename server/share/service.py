@@ -44,7 +44,22 @@ class Fetched:
     error: int = 0
 
 
-def _last_offset(data: bytes) -> int:
+def cut_after(data: bytes, last: int) -> bytes:
+    """The whole batches of a log read up to the one holding offset `last`: what a member was not given need
+    not travel (the read may run far past the acquired records)."""
+    pos = 0
+    while pos + 27 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        end = pos + 12 + length
+        if end > len(data):
+            break
+        if base + struct.unpack_from(">i", data, pos + 23)[0] >= last:
+            return data[:end]
+        pos = end
+    return data[:pos]
+
+
+def last_offset_of(data: bytes) -> int:
     """The last offset of the last whole batch in a log read (baseOffset + lastOffsetDelta); -1 if none."""
     pos, last = 0, -1
     while pos + 27 <= len(data):
@@ -286,16 +301,17 @@ class ShareService:
                 continue
             first, last = acquired[0].first_offset, acquired[-1].last_offset
             r = self.logs.read(topic, k[1], first, max(budget_bytes, 0), min_one=True)
-            covered = _last_offset(r.records) if r.error == 0 else -1
+            covered = last_offset_of(r.records) if r.error == 0 else -1
             if covered < last:
                 acquired = sp.unacquire(acquired, covered + 1)
             self._arm((group_id, k[0], k[1]), sp)
             if not acquired:
                 out[k] = Fetched(b"", (), int(r.error))
                 continue
+            records = cut_after(r.records, acquired[-1].last_offset)
             budget_records -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
-            budget_bytes -= len(r.records)
-            out[k] = Fetched(r.records, tuple(acquired))
+            budget_bytes -= len(records)
+            out[k] = Fetched(records, tuple(acquired))
         return out
 
     async def delete_group(self, group_id: str) -> bool:

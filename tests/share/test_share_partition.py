@@ -176,3 +176,20 @@ def test_archived_state_is_kept_in_snapshot() -> None:
         (0, 0, AVAILABLE),
         (1, 1, ARCHIVED),
     ]
+
+
+def test_cut_after_keeps_whole_batches_up_to_the_last_acquired() -> None:
+    import struct
+
+    from groupcoord.server.share.service import cut_after, last_offset_of
+
+    def batch(base: int, count: int) -> bytes:
+        body = bytes(61 - 12 + 5)  # a header-sized body; only base, length and lastOffsetDelta matter here
+        raw = struct.pack(">qi", base, len(body)) + body
+        return raw[:23] + struct.pack(">i", count - 1) + raw[27:]
+
+    data = batch(0, 5) + batch(5, 5) + batch(10, 5)
+    assert last_offset_of(data) == 14
+    assert cut_after(data, 3) == batch(0, 5)
+    assert cut_after(data, 7) == batch(0, 5) + batch(5, 5)
+    assert cut_after(data, 14) == data
