@@ -18,7 +18,7 @@ principal is told are Kafka's:
 | ListOffsets | DESCRIBE topic | TOPIC_AUTHORIZATION_FAILED per partition |
 
 Produce, InitProducerId and the transaction APIs are checked in `authz_txn`; topic and config administration,
-DeleteRecords, OffsetForLeaderEpoch and OffsetDelete in `authz_admin`. An API registered without an entry in
+DeleteRecords, OffsetForLeaderEpoch and OffsetDelete in `authz_admin`; the KIP-932 share APIs in `authz_share`. An API registered without an entry in
 `CHECKS` is refused to anyone but `super.users` by closing the connection (docs/differences.md 49): deny by
 default rather than an unchecked door. Every API served today has its entry.
 """
@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import authz_admin, authz_txn
+from groupcoord.server.apis import authz_admin, authz_share, authz_txn
 from groupcoord.server.apis.authz_common import (
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -433,6 +433,10 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.DESCRIBE_CONFIGS: authz_admin.describe_configs,
     ApiKey.ALTER_CONFIGS: authz_admin.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: authz_admin.incremental_alter_configs,
+    ApiKey.SHARE_GROUP_HEARTBEAT: authz_share.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: authz_share.share_group_describe,
+    ApiKey.SHARE_FETCH: authz_share.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: authz_share.share_acknowledge,
 }
 
 
