@@ -120,15 +120,30 @@ class SharePartition:
         then new offsets from `end` below `log_end` while the in-flight window has room."""
         taken: list[tuple[int, int]] = []  # (offset, delivery count)
         deadline = now_ms + self.lock_duration_ms
+        throttle = max(2, -(-self.delivery_count_limit // 2))  # Kafka's ceil(limit / 2), at least 2
+        alone = False
         for off in range(self.start, self.end):
             if len(taken) >= max_records:
                 break
             rec = self.window[off]
             if rec.state == AVAILABLE:
+                if rec.delivery_count >= throttle:
+                    # a likely poison record (delivered often already): it goes alone, so that a client that
+                    # keeps failing on it does not take its neighbours down with it (Kafka throttles likewise)
+                    if taken:
+                        break
+                    alone = True
                 rec.state, rec.owner, rec.deadline_ms = ACQUIRED, member, deadline
                 rec.delivery_count += 1
                 taken.append((off, rec.delivery_count))
-        while len(taken) < max_records and self.end < log_end and self.in_flight() < self.max_in_flight:
+                if alone:
+                    break
+        while (
+            not alone
+            and len(taken) < max_records
+            and self.end < log_end
+            and self.in_flight() < self.max_in_flight
+        ):
             off = self.end
             self.window[off] = InFlight(ACQUIRED, 1, member, deadline)
             self.end += 1

@@ -193,3 +193,14 @@ def test_cut_after_keeps_whole_batches_up_to_the_last_acquired() -> None:
     assert cut_after(data, 3) == batch(0, 5)
     assert cut_after(data, 7) == batch(0, 5) + batch(5, 5)
     assert cut_after(data, 14) == data
+
+
+def test_a_record_delivered_often_goes_alone() -> None:
+    sp = SharePartition(0, delivery_count_limit=5)  # throttled once delivered ceil(5/2) = 3 times
+    for n in (1, 2, 3):
+        assert sp.acquire("u1", 10, 1, 0) == [AcquiredRange(0, 0, n)]
+        assert ack(sp, "u1", 0, 0, RELEASE) == 0
+    # records 1-19 arrive; offset 0's fourth delivery carries nothing else
+    assert sp.acquire("u1", 10, 20, 0) == [AcquiredRange(0, 0, 4)]
+    assert ack(sp, "u1", 0, 0, ACCEPT) == 0
+    assert sp.acquire("u1", 10, 20, 0) == [AcquiredRange(1, 10, 1)]
