@@ -29,6 +29,8 @@ from groupcoord.server.apis import (
     routing,
     sasl,
     scram_credentials,
+    share_fetch,
+    share_groups,
     txn,
 )
 from groupcoord.server.cluster.leases import NodeInfo
@@ -53,6 +55,7 @@ from groupcoord.server.net.network import Connection, ConnectionGuard, NetworkLi
 from groupcoord.server.ops import Ops
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.security import Security
+from groupcoord.server.share.service import ShareService
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.postgres import PostgresStateStore
@@ -114,7 +117,18 @@ HANDLERS = {
     ApiKey.ELECT_LEADERS: reassignments.elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
+    ApiKey.SHARE_FETCH: share_fetch.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
 }
+#: KIP-932: not advertised (and answered UNSUPPORTED_VERSION by the dispatcher) with --group-share-enable false
+SHARE_APIS = (
+    ApiKey.SHARE_GROUP_HEARTBEAT,
+    ApiKey.SHARE_GROUP_DESCRIBE,
+    ApiKey.SHARE_FETCH,
+    ApiKey.SHARE_ACKNOWLEDGE,
+)
 
 
 def make_store(cfg: ServerConfig) -> StateStore:
@@ -145,10 +159,13 @@ class Broker:
         self.configs: ConfigManager | None = None
         #: the transaction coordinator (server/txn)
         self.txn: TxnCoordinator | None = None
+        #: KIP-932 share partitions and sessions (server/share)
+        self.share: ShareService | None = None
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
-        self.dispatcher = Dispatcher(self, authz.guarded(HANDLERS) if self.security.enabled else HANDLERS)
+        handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
+        self.dispatcher = Dispatcher(self, authz.guarded(handlers) if self.security.enabled else handlers)
         if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
             self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
@@ -221,7 +238,9 @@ class Broker:
             from groupcoord.server.control.clock import VirtualClock
 
             self.clock = VirtualClock(wall_ms())
-        self.machine = GroupCoordinatorShard(cfg.coordinator(), consumer_config=cfg.consumer_group())
+        self.machine = GroupCoordinatorShard(
+            cfg.coordinator(), consumer_config=cfg.consumer_group(), share_config=cfg.share()
+        )
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)
         self.txn = TxnCoordinator(
             self.store,
@@ -233,6 +252,8 @@ class Broker:
             cleanup_interval_ms=cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         )
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
+        self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
+        self.dispatcher.on_connection_closed.append(self.share.connection_closed)
         if cfg.metrics_port:
             if cfg.console:
                 self.console = self._make_console()
@@ -314,6 +335,10 @@ class Broker:
         effects = self.machine.finish_load(self.clock.now_ms())
         if effects:
             self.runtime.apply_unowned(effects)
+        assert self.share is not None
+        self.share.load(self.machine.loaded_share_partitions)
+        self.machine.loaded_share_partitions.clear()
+        self.share.ready.set()
         self.load_ms = wall_ms() - started
         self.loading = False
         self.txn.start()
@@ -330,6 +355,8 @@ class Broker:
     async def _join_cluster(self) -> None:
         """Cluster mode: nothing is loaded up front; each shard is loaded when this node takes its lease."""
         assert self.machine is not None and self.runtime is not None
+        assert self.share is not None
+        self.share.ready.set()  # share-partition state is not kept in PostgreSQL yet (docs/share-groups.md)
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
         self.cluster = ClusterNode(
@@ -460,6 +487,9 @@ class Broker:
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()
+        if self.share is not None:
+            await self.share.quiesce()
+            self.share.close()
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupConfig
+from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.types import CoordinatorConfig
 from groupcoord.server.journal.roll import pyarrow_available
 from groupcoord.server.net.listeners import Listener, ListenerError, build_listeners, single_plaintext
@@ -75,6 +76,16 @@ class ServerConfig:
     max_connections_per_ip: int = 2**31 - 1
     max_connections: int = 2**31 - 1
     auto_create_topics_enable: bool = True
+    # KIP-932 share groups (docs/share-groups.md): Kafka's `group.share.*` broker configs and defaults
+    group_share_enable: bool = True
+    group_share_max_size: int = 200
+    group_share_session_timeout_ms: int = 45000
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_record_lock_duration_ms: int = 30000
+    group_share_delivery_count_limit: int = 5
+    group_share_partition_max_record_locks: int = 2000
+    group_share_max_share_sessions: int = 2000
+    share_auto_offset_reset: str = "latest"
     num_partitions: int = 1
     offsets_topic_num_partitions: int = 50
     topics: tuple[tuple[str, int], ...] = field(default_factory=tuple)
@@ -140,6 +151,19 @@ class ServerConfig:
         if self.advertised_listeners:
             raise ListenerError("advertised.listeners needs listeners")
         return (single_plaintext(self.host, self.port, self.advertised_host, self.advertised_port),)
+
+    def share(self) -> ShareGroupConfig:
+        return ShareGroupConfig(
+            enable=self.group_share_enable,
+            max_size=self.group_share_max_size,
+            session_timeout_ms=self.group_share_session_timeout_ms,
+            heartbeat_interval_ms=self.group_share_heartbeat_interval_ms,
+            record_lock_duration_ms=self.group_share_record_lock_duration_ms,
+            delivery_count_limit=self.group_share_delivery_count_limit,
+            partition_max_record_locks=self.group_share_partition_max_record_locks,
+            max_share_sessions=self.group_share_max_share_sessions,
+            auto_offset_reset=self.share_auto_offset_reset,
+        )
 
     def coordinator(self) -> CoordinatorConfig:
         return CoordinatorConfig(
@@ -398,6 +422,27 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "most client connections in total; more are closed at once (default 2147483647)",
     ),
     ("--auto-create-topics-enable", _bool, "create unknown topics named in Metadata requests (default true)"),
+    ("--group-share-enable", _bool, "serve KIP-932 share groups (APIs 76-79; default true)"),
+    ("--group-share-max-size", int, "most members a share group may have (default 200)"),
+    ("--group-share-session-timeout-ms", int, "a silent share-group member is removed after (default 45000)"),
+    ("--group-share-heartbeat-interval-ms", int, "heartbeat interval given to share members (default 5000)"),
+    (
+        "--group-share-record-lock-duration-ms",
+        int,
+        "acquisition lock of a share-fetched record (default 30000)",
+    ),
+    ("--group-share-delivery-count-limit", int, "deliveries of a record before it is archived (default 5)"),
+    (
+        "--group-share-partition-max-record-locks",
+        int,
+        "most in-flight records per share partition (default 2000)",
+    ),
+    ("--group-share-max-share-sessions", int, "most share sessions this broker keeps (default 2000)"),
+    (
+        "--share-auto-offset-reset",
+        str,
+        "where a share partition starts at its first fetch: latest or earliest (default latest)",
+    ),
     ("--num-partitions", int, "partitions of auto-created topics (default 1)"),
     (
         "--offsets-topic-num-partitions",
@@ -603,6 +648,7 @@ def _validate(cfg: ServerConfig) -> None:
         problems.append("--log-level must be debug, info, warning or error")
     if cfg.group_min_session_timeout_ms > cfg.group_max_session_timeout_ms:
         problems.append("--group-min-session-timeout-ms exceeds --group-max-session-timeout-ms")
+    problems.extend(cfg.share().problems())
     if cfg.group_max_size < 1:
         problems.append("--group-max-size must be at least 1")
     problems += _consumer_group_problems(cfg)

@@ -25,6 +25,7 @@ from groupcoord.server.coordinator.types import Effects
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.runtime import Failed, Step
 from groupcoord.server.security.authorizer import AclBinding, AclFilter
+from groupcoord.server.share.service import ShareService
 from groupcoord.server.topic_view import Topics
 from groupcoord.server.txn.service import TxnCoordinator
 
@@ -169,7 +170,22 @@ class AccessServices(Protocol):
 
 
 @runtime_checkable
+class ShareServices(Protocol):
+    """KIP-932 share partitions and share sessions (server/share): ShareFetch and ShareAcknowledge."""
+
+    @property
+    def share(self) -> ShareService: ...
+
+
+@runtime_checkable
 class HandlerServices(
-    GroupServices, TopicServices, ConfigServices, TxnServices, ClusterView, AccessServices, Protocol
+    GroupServices,
+    TopicServices,
+    ConfigServices,
+    TxnServices,
+    ClusterView,
+    AccessServices,
+    ShareServices,
+    Protocol,
 ):
     """Everything a handler may use: the subjects above, and nothing else of the server."""

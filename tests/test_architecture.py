@@ -60,6 +60,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "server.topic_view": ("server.topic_view", "server.log"),
     # the transaction coordinator: a pure state machine and a service over the store and the log
     "server.txn": ("server.txn", "server.coordinator.records", "server.log", "server.storage", "protocol"),
+    # KIP-932 share partitions beside the log: pure state machines and a service over the store and the log
+    "server.share": (
+        "server.share",
+        "server.coordinator.records",
+        "server.coordinator.modern.share.config",
+        "server.log",
+        "server.storage",
+        "server.timers",
+        "protocol",
+    ),
     # the narrow interface handlers get instead of the Broker: only the layers below the handlers
     "server.services": (
         "server.services",
@@ -70,6 +80,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.topic_view",
         "server.configs",
         "server.txn",
+        "server.share",
         "server.security.authorizer",
         "protocol",
     ),
@@ -94,6 +105,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.log",
         "server.configs",
         "server.txn",
+        "server.share",
         "protocol",
     ),
     # the web console: read-only views over the state machine, the log, transactions and cluster leases

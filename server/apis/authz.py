@@ -19,7 +19,8 @@ principal is told are Kafka's:
 
 Produce, InitProducerId and the transaction APIs are checked in `authz_txn`; topic and config administration,
 DeleteRecords, OffsetForLeaderEpoch and OffsetDelete in `authz_admin`; the admin APIs of tools (log dirs,
-producers, markers, elections, reassignments) in `authz_tools`. An API registered without an entry in
+producers, markers, elections, reassignments) in `authz_tools`; the KIP-932 share APIs in `authz_share`. An API
+registered without an entry in
 `CHECKS` is refused to anyone but `super.users` by closing the connection (docs/differences.md 49): deny by
 default rather than an unchecked door. Every API served today has its entry.
 """
@@ -32,7 +33,7 @@ from typing import Any
 import structlog
 
 from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import authz_admin, authz_consumer, authz_tools, authz_txn
+from groupcoord.server.apis import authz_admin, authz_consumer, authz_share, authz_tools, authz_txn
 from groupcoord.server.apis.authz_common import (
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -463,6 +464,10 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.ELECT_LEADERS: authz_tools.elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: authz_tools.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: authz_tools.list_partition_reassignments,
+    ApiKey.SHARE_GROUP_HEARTBEAT: authz_share.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: authz_share.share_group_describe,
+    ApiKey.SHARE_FETCH: authz_share.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: authz_share.share_acknowledge,
 }
 
 

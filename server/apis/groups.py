@@ -264,10 +264,31 @@ def list_groups(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroups
 def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
     names = list(dict.fromkeys(req.groups_names))  # de-duplicated, order kept
     machine = ctx.services.machine
+    if any(machine.has_share_group(g) for g in names):
+        return asyncio.ensure_future(_delete_with_share_state(ctx, names))
     result = ctx.services.runtime.call_global(lambda now: machine.delete_groups(names, now))
     return then(
         result,
         lambda pairs: DeleteGroupsResponse(
             results=tuple(DeletableGroupResult(group_id=g, error_code=e) for g, e in pairs)
         ),
+    )
+
+
+async def _delete_with_share_state(ctx: RequestContext, names: list[str]) -> DeleteGroupsResponse:
+    """KIP-932: an empty share group's share-partition state is deleted before the group; if that fails the
+    group is kept and reported with the error (Kafka's GroupCoordinatorService.deleteGroups)."""
+    machine = ctx.services.machine
+    failed: dict[str, int] = {}
+    for g in names:
+        empty_share = machine.has_share_group(g) and machine.share_group_describe([g])[0].state == "Empty"
+        if empty_share and not await ctx.services.share.delete_group(g):
+            failed[g] = UNKNOWN_SERVER_ERROR
+    rest = [g for g in names if g not in failed]
+    result = ctx.services.runtime.call_global(lambda now: machine.delete_groups(rest, now))
+    pairs = dict(await result if isinstance(result, asyncio.Future) else result)
+    return DeleteGroupsResponse(
+        results=tuple(
+            DeletableGroupResult(group_id=g, error_code=failed.get(g, pairs.get(g, 0))) for g in names
+        )
     )

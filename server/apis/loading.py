@@ -25,6 +25,8 @@ from groupcoord.protocol.messages import list_groups as lg
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_delete as od
 from groupcoord.protocol.messages import offset_fetch as of
+from groupcoord.protocol.messages import share_group_describe as sgd
+from groupcoord.protocol.messages import share_group_heartbeat as sgh
 from groupcoord.protocol.messages import sync_group as sg
 from groupcoord.server.apis.offsets import commit_errors
 
@@ -130,6 +132,20 @@ def _consumer_describe(
     )
 
 
+def _share_heartbeat(
+    ctx: RequestContext, req: sgh.ShareGroupHeartbeatRequest, code: ErrorCode = LOADING
+) -> sgh.ShareGroupHeartbeatResponse:
+    return sgh.ShareGroupHeartbeatResponse(error_code=code)
+
+
+def _share_describe(
+    ctx: RequestContext, req: sgd.ShareGroupDescribeRequest, code: ErrorCode = LOADING
+) -> sgd.ShareGroupDescribeResponse:
+    return sgd.ShareGroupDescribeResponse(
+        groups=tuple(sgd.DescribedShareGroup(error_code=code, group_id=g) for g in req.group_ids)
+    )
+
+
 WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_describe,
@@ -143,6 +159,8 @@ WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.LIST_GROUPS: _list,
     ApiKey.DELETE_GROUPS: _delete,
     ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.SHARE_GROUP_HEARTBEAT: _share_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: _share_describe,
 }
 
 

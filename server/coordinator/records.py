@@ -223,5 +223,122 @@ def decode_consumer_group_value(kind: int, text: str) -> ConsumerGroupValue:
     return value
 
 
+# ---------------------------------------------------------------------------------------- share groups
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberValue:
+    """One share-group member as Kafka's ShareGroupMemberMetadata + current assignment records keep it."""
+
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    member_epoch: int
+    previous_member_epoch: int
+    assignment: tuple[tuple[str, tuple[int, ...]], ...]  # (topic id as hex, partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupValue:
+    """A KIP-932 share group (Kafka's ShareGroupMetadata, target assignment and member records in one)."""
+
+    group_epoch: int
+    assignment_epoch: int
+    metadata_hash: int
+    members: tuple[ShareMemberValue, ...]
+    #: (topic id as hex, partitions) whose share-partition state exists (Kafka's initialized set)
+    initialized: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupRecord:
+    group_id: str
+    value: ShareGroupValue | None  # None: tombstone
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return ("share_group", self.group_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateBatch:
+    """A range of a share partition in one durable state: 0 AVAILABLE, 2 ACKNOWLEDGED, 4 ARCHIVED."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionValue:
+    """Kafka's ShareSnapshot value: the share-partition start offset (SPSO) and the in-flight batches at or
+    above it that are not plain never-delivered AVAILABLE records. ACQUIRED is never stored."""
+
+    state_epoch: int
+    start_offset: int  # -1: initialized but not resolved yet (share.auto.offset.reset at first fetch)
+    delivery_complete_count: int
+    batches: tuple[ShareStateBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionRecord:
+    group_id: str
+    topic_id: str  # hex
+    partition: int
+    value: SharePartitionValue | None  # None: tombstone
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return ("share_partition", self.group_id, self.topic_id, self.partition)
+
+
+ShareRecord = ShareGroupRecord | SharePartitionRecord
+
+
+def encode_share_record(rec: ShareRecord) -> tuple[str, str | None]:
+    """(key, value) as JSON text for the stores' one share table; value None for a tombstone."""
+    key = json.dumps(list(rec.key), separators=(",", ":"))
+    if rec.value is None:
+        return key, None
+    return key, json.dumps(dataclasses.asdict(rec.value), separators=(",", ":"))
+
+
+def decode_share_record(key_text: str, value_text: str) -> ShareRecord:
+    key = json.loads(key_text)
+    d = json.loads(value_text)
+    if key[0] == "share_group":
+        members = tuple(
+            ShareMemberValue(
+                **{
+                    **m,
+                    "subscribed_topic_names": tuple(m["subscribed_topic_names"]),
+                    "assignment": tuple((t, tuple(ps)) for t, ps in m["assignment"]),
+                }
+            )
+            for m in d["members"]
+        )
+        initialized = tuple((t, tuple(ps)) for t, ps in d.get("initialized", ()))
+        value = ShareGroupValue(
+            d["group_epoch"], d["assignment_epoch"], d["metadata_hash"], members, initialized
+        )
+        return ShareGroupRecord(key[1], value)
+    if key[0] == "share_partition":
+        batches = tuple(ShareStateBatch(**b) for b in d["batches"])
+        spv = SharePartitionValue(d["state_epoch"], d["start_offset"], d["delivery_complete_count"], batches)
+        return SharePartitionRecord(key[1], key[2], int(key[3]), spv)
+    raise ValueError(f"unknown share record key {key!r}")
+
+
 #: what the group state machine replays (the transaction coordinator replays `TxnRecord`s itself)
-Record = GroupRecord | OffsetRecord | PendingOffsetRecord | TxnRecord | ConsumerGroupRecord
+Record = (
+    GroupRecord
+    | OffsetRecord
+    | PendingOffsetRecord
+    | TxnRecord
+    | ConsumerGroupRecord
+    | ShareGroupRecord
+    | SharePartitionRecord
+)

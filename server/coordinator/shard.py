@@ -40,6 +40,12 @@ from groupcoord.server.coordinator.modern.consumer.manager import (
     ConsumerGroupManager,
     HeartbeatError,
 )
+from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
+from groupcoord.server.coordinator.modern.share.group import (
+    DescribedShareGroup,
+    ShareHeartbeatRequest,
+)
+from groupcoord.server.coordinator.modern.share.manager import SESSION_TIMER, ShareGroupManager
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
     ConsumerGroupRecord,
@@ -48,6 +54,8 @@ from groupcoord.server.coordinator.records import (
     OffsetValue,
     PendingOffsetRecord,
     Record,
+    ShareGroupRecord,
+    SharePartitionRecord,
 )
 from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
@@ -61,6 +69,7 @@ from groupcoord.server.coordinator.types import (
     LeaveGroupResult,
     ListedGroup,
     OffsetCommitRequest,
+    OffsetCommitResult,
     OffsetFetchRequest,
     OffsetFetchResult,
     SyncGroupRequest,
@@ -80,6 +89,7 @@ class GroupCoordinatorShard:
         *,
         id_factory: Callable[[str], str] | None = None,
         consumer_config: ConsumerGroupConfig | None = None,
+        share_config: ShareGroupConfig | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
         self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
@@ -89,6 +99,10 @@ class GroupCoordinatorShard:
         )
         self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
         self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
+        #: KIP-932 share groups (modern/share); one group id has one type, so each side asks the other
+        self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.has_group)
+        #: share-partition state read at load, for the share-partition manager (server/share) to take
+        self.loaded_share_partitions: list[SharePartitionRecord] = []
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -141,6 +155,11 @@ class GroupCoordinatorShard:
             fx = self._ctx.begin(now_ms)
             fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=req.member_id))
             return fx
+        if self.share_manager.has(req.group_id):
+            # one id, one type: a classic join on a share group's id (Kafka: "not a classic group")
+            fx = self._ctx.begin(now_ms)
+            fx.reply(token, JoinGroupResult(int(E.GROUP_ID_NOT_FOUND), member_id=req.member_id))
+            return fx
         return self.group_manager.join_group(req, token, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, token: Hashable, now_ms: int) -> Effects:
@@ -179,6 +198,10 @@ class GroupCoordinatorShard:
             self.consumer_manager.validate(req)  # the request's own checks come first, as in Kafka
         except HeartbeatError as err:
             fx.reply(token, ConsumerGroupHeartbeatResult(err.code, err.message))
+            return fx
+        if self.share_manager.has(req.group_id):  # one id, one type (Kafka: "not a consumer group")
+            message = f"Group {req.group_id} is not a consumer group."
+            fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
             return fx
         classic = self.group_manager.group(req.group_id)
         if classic is not None and classic.state != DEAD:
@@ -228,7 +251,23 @@ class GroupCoordinatorShard:
             fx = self._ctx.begin(now_ms)
             self.consumer_manager.on_timer(key)
             return fx
+        if key[0] == SESSION_TIMER:
+            return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
+
+    # ================================================================ share groups (KIP-932)
+
+    def share_group_heartbeat(self, req: ShareHeartbeatRequest, token: Hashable, now_ms: int) -> Effects:
+        return self.share_manager.heartbeat(req, token, now_ms)
+
+    def share_group_describe(self, ids: Iterable[str]) -> list[DescribedShareGroup]:
+        return self.share_manager.describe(ids)
+
+    def share_subscribed_names(self, group_id: str) -> set[str]:
+        return self.share_manager.subscribed_names(group_id)
+
+    def has_share_group(self, group_id: str) -> bool:
+        return self.share_manager.has(group_id)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
         return self.group_manager.describe_groups(ids)
@@ -239,11 +278,14 @@ class GroupCoordinatorShard:
         states = {s.strip().lower() for s in states_filter}
         types = {t.strip().lower() for t in types_filter}
         listed = self.group_manager.list_groups(states_filter, types_filter)
-        if types and "consumer" not in types:
-            return listed
-        for gid, g in self.consumer_manager.groups.items():
-            if not states or g.state.lower() in states:
-                listed.append(ListedGroup(gid, "consumer", g.state, "consumer"))
+        if not types or "consumer" in types:
+            for gid, g in self.consumer_manager.groups.items():
+                if not states or g.state.lower() in states:
+                    listed.append(ListedGroup(gid, "consumer", g.state, "consumer"))
+        if not types or "share" in types:
+            for sg in self.share_manager.groups.values():
+                if not states or sg.state.lower() in states:
+                    listed.append(ListedGroup(sg.group_id, "share", sg.state, "share"))
         return listed
 
     # ============================================================================ offset requests
@@ -257,6 +299,17 @@ class GroupCoordinatorShard:
     ) -> Effects:
         """`topic_ids` maps a committed topic name to its id, for a consumer group's per-partition
         assignment-epoch check (without it, no partition of an older epoch passes)."""
+        if self.share_manager.has(req.group_id):
+            # a share group has no committed offsets (Kafka's ShareGroup.validateOffsetCommit)
+            fx = self._ctx.begin(now_ms)
+            not_found = int(E.GROUP_ID_NOT_FOUND)
+            fx.reply(
+                token,
+                OffsetCommitResult(
+                    tuple((t, tuple((p.partition, not_found) for p in ps)) for t, ps in req.topics)
+                ),
+            )
+            return fx
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.commit_offsets(req, token, now_ms)
@@ -294,6 +347,8 @@ class GroupCoordinatorShard:
         return self.offset_manager.txn.complete(group_id, producer_id, commit, token, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
+        if self.share_manager.has(req.group_id):
+            return OffsetFetchResult(int(E.GROUP_ID_NOT_FOUND), ())  # Kafka's ShareGroup.validateOffsetFetch
         g = self.consumer_manager.group(req.group_id)
         if g is not None and req.version >= 9:
             err = g.validate_offset_fetch(req.member_id, req.member_epoch)
@@ -306,6 +361,8 @@ class GroupCoordinatorShard:
     ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
         """OffsetDelete (API 47): the result and the tombstones to write before answering."""
         fx = self._ctx.begin(now_ms)
+        if self.share_manager.has(group_id):
+            return (int(E.GROUP_ID_NOT_FOUND), ()), fx  # Kafka's ShareGroup.validateOffsetDelete
         cg = self.consumer_manager.group(group_id)
         if cg is not None:  # a consumer group: no member check (spec §8.6), its subscriptions protect
             return (
@@ -331,7 +388,9 @@ class GroupCoordinatorShard:
                     results.append((gid, NONE))
                 continue
             g = self.group_manager.group(gid)
-            if g is None or g.state == DEAD:
+            if g is None and self.share_manager.has(gid):
+                results.append((gid, self.share_manager.delete(gid, fx)))
+            elif g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
             elif g.state != EMPTY:
                 results.append((gid, int(E.NON_EMPTY_GROUP)))
@@ -383,6 +442,10 @@ class GroupCoordinatorShard:
             self.offset_manager.txn.replay(record)
         elif isinstance(record, ConsumerGroupRecord):
             self.consumer_manager.replay(record)
+        elif isinstance(record, ShareGroupRecord):
+            self.share_manager.replay(record)
+        elif isinstance(record, SharePartitionRecord):
+            self.loaded_share_partitions.append(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
 
     def finish_load(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -393,6 +456,7 @@ class GroupCoordinatorShard:
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
         self.consumer_manager.on_loaded(group_ids)
+        self.share_manager.on_loaded(fx, now_ms, group_ids)
         return fx
 
     def unload(self, now_ms: int, group_ids: Collection[str] | None = None) -> Effects:
@@ -403,6 +467,7 @@ class GroupCoordinatorShard:
         self.group_manager.unload(group_ids)
         self.consumer_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
+        self.share_manager.unload(fx, group_ids)
         return fx
 
 

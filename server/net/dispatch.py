@@ -142,6 +142,16 @@ class RequestContext:
         self.principal = conn.principal
 
 
+def connection_closed(dispatcher: Dispatcher, conn: Peer) -> None:
+    """A connection is gone: forget it and tell the listeners; a failing listener is logged, not raised."""
+    dispatcher.connections.discard(conn)
+    for listener in dispatcher.on_connection_closed:
+        try:
+            listener(conn)
+        except Exception:
+            log.exception("connection-closed listener failed")
+
+
 class RequestObserver:
     """Told about every answered request (metrics live in `groupcoord.server.ops`); the default does nothing.
 
@@ -160,6 +170,8 @@ class Dispatcher:
         self.handlers: dict[int, Handler] = {int(k): v for k, v in handlers.items()}
         self.ranges: dict[int, tuple[int, int]] = {int(k): SUPPORTED[k] for k in handlers}
         self.connections: set[Peer] = set()
+        #: told when a connection closes (KIP-932: its share sessions end and their records are released)
+        self.on_connection_closed: list[Callable[[Peer], None]] = []
         self.while_loading: dict[int, Handler] = {}
         #: cluster mode: picks the NOT_COORDINATOR / LOAD_IN_PROGRESS answer for groups not served here
         self.route: Callable[[RequestContext, int, Any], Handler | None] | None = None

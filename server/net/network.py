@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from groupcoord.server.net.dispatch import PASS
+from groupcoord.server.net.dispatch import PASS, connection_closed
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import Dispatcher
@@ -232,7 +232,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._guard.release(self)
-        self._dispatcher.connections.discard(self)
+        connection_closed(self._dispatcher, self)
         if self.in_flight is not None and not self.in_flight.done():
             self.in_flight.cancel()  # a parked request dies with its connection
         self.in_flight = None

@@ -20,8 +20,11 @@ from groupcoord.server.coordinator.records import (
     OffsetValue,
     PendingOffsetRecord,
     Record,
+    ShareGroupRecord,
+    SharePartitionRecord,
     TxnRecord,
     TxnValue,
+    encode_share_record,
 )
 from groupcoord.server.storage.base import StorageError
 
@@ -69,7 +72,7 @@ class GroupCommit:
 class LatestByKey:
     """A batch folded to the last value per key, as a replay would leave it (None: delete the key): one
     upsert or delete per row however often the batch wrote it. Keys: group id; (group, topic, partition) for
-    offsets; (group, producer id, topic, partition) for pending transactional offsets; transactional id."""
+    offsets; (group, producer id, topic, partition) for pending transactional offsets; transactional id; the share records' own key."""
 
     groups: dict[str, GroupMetadataValue | None] = field(default_factory=dict)
     offsets: dict[tuple[str, str, int], OffsetValue | None] = field(default_factory=dict)
@@ -77,6 +80,8 @@ class LatestByKey:
     txns: dict[str, TxnValue | None] = field(default_factory=dict)
     #: KIP-848 consumer-group records by (record type, group, member id or "")
     consumer_groups: dict[tuple[int, str, str], ConsumerGroupValue | None] = field(default_factory=dict)
+    #: share groups and share-partition state (KIP-932): record key as JSON -> value as JSON (None: delete)
+    share: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def of(cls, records: Sequence[Record]) -> LatestByKey:
@@ -90,6 +95,9 @@ class LatestByKey:
                 out.txns[r.transactional_id] = r.value
             elif isinstance(r, ConsumerGroupRecord):
                 out.consumer_groups[(r.kind, r.group_id, r.member_id)] = r.value
+            elif isinstance(r, ShareGroupRecord | SharePartitionRecord):
+                key, value = encode_share_record(r)
+                out.share[key] = value
             else:
                 out.groups[r.group_id] = r.value
         return out

@@ -14,6 +14,8 @@ from groupcoord.server.coordinator.records import (
     OffsetRecord,
     PendingOffsetRecord,
     Record,
+    ShareGroupRecord,
+    SharePartitionRecord,
     TxnRecord,
 )
 from groupcoord.server.storage.base import StorageError
@@ -39,7 +41,8 @@ class MemoryStateStore:
         groups = [r for r in self._rows.values() if isinstance(r, GroupRecord | ConsumerGroupRecord)]
         offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord | PendingOffsetRecord)]
         txns = [r for r in self._rows.values() if isinstance(r, TxnRecord)]
-        return [*groups, *offsets, *txns]
+        share = [r for r in self._rows.values() if isinstance(r, ShareGroupRecord | SharePartitionRecord)]
+        return [*groups, *offsets, *txns, *share]
 
     def write_now(self, records: Sequence[Record]) -> None:
         if self._closed:

@@ -96,6 +96,17 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX consumer_group_records_by_shard ON consumer_group_records (shard);
         """,
     ),
+    (
+        5,
+        """
+        -- KIP-932 share groups and share-partition state (server/coordinator/modern/share, server/share):
+        -- key and value as JSON (server/coordinator/records.py encode_share_record); single node only
+        CREATE TABLE share_state (
+            record_key TEXT PRIMARY KEY,
+            value      TEXT NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

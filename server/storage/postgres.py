@@ -37,6 +37,7 @@ from groupcoord.server.coordinator.records import (
     Record,
     TxnRecord,
     decode_consumer_group_value,
+    decode_share_record,
     encode_consumer_group_value,
 )
 from groupcoord.server.storage.base import StorageError
@@ -106,6 +107,11 @@ INSERT INTO transactions (transactional_id, value) SELECT * FROM unnest($1::text
 ON CONFLICT (transactional_id) DO UPDATE SET value = EXCLUDED.value
 """
 _DELETE_TXNS = "DELETE FROM transactions WHERE transactional_id = ANY($1::text[])"
+_UPSERT_SHARE = """
+INSERT INTO share_state (record_key, value) SELECT * FROM unnest($1::text[], $2::text[])
+ON CONFLICT (record_key) DO UPDATE SET value = EXCLUDED.value
+"""
+_DELETE_SHARE = "DELETE FROM share_state WHERE record_key = ANY($1::text[])"
 _FENCE = """
 SELECT l.shard FROM shard_lease l JOIN unnest($2::int[], $3::bigint[]) AS f(shard, epoch)
   ON l.shard = f.shard AND l.epoch = f.epoch
@@ -188,6 +194,11 @@ class PostgresStateStore:
                     if with_transactions
                     else []
                 )
+                share = (
+                    await conn.fetch("SELECT record_key, value FROM share_state ORDER BY record_key")
+                    if with_transactions
+                    else []
+                )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise StorageError(f"state load failed: {e}") from e
         out: list[Record] = [GroupRecord(r[0], decode_group(r[1])) for r in groups]
@@ -198,6 +209,7 @@ class PostgresStateStore:
             for r in pending
         ]
         out += [TxnRecord(r[0], decode_txn(r[1])) for r in txns]
+        out += [decode_share_record(r[0], r[1]) for r in share]
         return out
 
     async def write(self, records: Sequence[Record]) -> None:
@@ -216,6 +228,9 @@ class PostgresStateStore:
             for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending), *(k[1] for k in cgs)}
         }
         fence = self._fence_args(set(shard.values()))
+        if latest.share and self.fence is not None:
+            # cluster mode shards groups across nodes; share state is not sharded yet (docs/share-groups.md)
+            raise StorageError("share groups are not served in cluster mode")
         live = [(k, v) for k, v in offsets.items() if v is not None]
         dead = [k for k, v in offsets.items() if v is None]
         async with self.pool.acquire() as conn, conn.transaction():
@@ -270,6 +285,13 @@ class PostgresStateStore:
                     await conn.execute(
                         _DELETE_CG, [k[0] for k in dead_cg], [k[1] for k in dead_cg], [k[2] for k in dead_cg]
                     )
+            if latest.share:
+                live_share = [(k, v) for k, v in latest.share.items() if v is not None]
+                if live_share:
+                    await conn.execute(_UPSERT_SHARE, [k for k, _ in live_share], [v for _, v in live_share])
+                dead_share = [k for k, v in latest.share.items() if v is None]
+                if dead_share:
+                    await conn.execute(_DELETE_SHARE, dead_share)
             if txns:
                 live_txns = [(t, encode_txn(v)) for t, v in txns.items() if v is not None]
                 if live_txns:

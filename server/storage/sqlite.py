@@ -38,6 +38,7 @@ from groupcoord.server.coordinator.records import (
     TxnRecord,
     TxnValue,
     decode_consumer_group_value,
+    decode_share_record,
     encode_consumer_group_value,
 )
 from groupcoord.server.storage.base import StorageError
@@ -71,6 +72,10 @@ CREATE TABLE IF NOT EXISTS pending_offsets (
     commit_timestamp INTEGER NOT NULL,
     PRIMARY KEY (group_id, producer_id, topic, partition)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS share_state (
+    record_key TEXT PRIMARY KEY,
+    value      TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS transactions (
     transactional_id TEXT PRIMARY KEY,
     value            TEXT NOT NULL
@@ -95,6 +100,8 @@ _UPSERT_TXN = "INSERT OR REPLACE INTO transactions VALUES (?, ?)"
 _DELETE_TXN = "DELETE FROM transactions WHERE transactional_id = ?"
 _UPSERT_OFFSET = "INSERT OR REPLACE INTO offsets VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _DELETE_OFFSET = "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?"
+_UPSERT_SHARE = "INSERT OR REPLACE INTO share_state VALUES (?, ?)"
+_DELETE_SHARE = "DELETE FROM share_state WHERE record_key = ?"
 _UPSERT_GROUP = "INSERT OR REPLACE INTO groups VALUES (?, ?)"
 _DELETE_GROUP = "DELETE FROM groups WHERE group_id = ?"
 
@@ -232,6 +239,9 @@ class SqliteStateStore:
             out.append(PendingOffsetRecord(gid, pid, topic, part, OffsetValue(off, epoch, meta, cts, -1)))
         for tid, value in self._conn.execute("SELECT transactional_id, value FROM transactions"):
             out.append(TxnRecord(tid, decode_txn(value)))
+        # share groups and share-partition state (KIP-932): JSON rows, replayed after the classic groups
+        for key, value in self._conn.execute("SELECT record_key, value FROM share_state ORDER BY record_key"):
+            out.append(decode_share_record(key, value))
         return out
 
     async def write(self, records: Sequence[Record]) -> None:
@@ -295,6 +305,9 @@ class SqliteStateStore:
             if txns:
                 conn.executemany(_UPSERT_TXN, [(t, encode_txn(v)) for t, v in txns.items() if v is not None])
                 conn.executemany(_DELETE_TXN, [(t,) for t, v in txns.items() if v is None])
+            if latest.share:
+                conn.executemany(_UPSERT_SHARE, [(k, v) for k, v in latest.share.items() if v is not None])
+                conn.executemany(_DELETE_SHARE, [(k,) for k, v in latest.share.items() if v is None])
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

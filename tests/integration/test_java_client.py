@@ -288,3 +288,22 @@ def test_java_exactly_once_loop_abort_and_zombie_fencing(groupcoord_server, run_
     reads = {e["isolation"]: e["values"] for e in d.of("read")}
     assert reads["read_committed"] == [f"out{i}" for i in range(10)]
     assert reads["read_uncommitted"] == [*reads["read_committed"], "doomed"]
+
+
+def test_java_share_consumers_release_reject_and_share_a_partition(server_factory, run_java) -> None:  # type: ignore[no-untyped-def]
+    """KIP-932 with the Java 4.3 KafkaShareConsumer (ShareFetch/ShareAcknowledge v2): two consumers of one
+    share group read one partition; every accepted record is delivered once, the released one ("v0") comes back
+    with delivery count 2, the rejected one ("v1") never comes back."""
+    srv = server_factory("--topic", "shared:1", "--share-auto-offset-reset", "earliest")
+    count = 40
+    d = run_java("ShareDriver", srv.bootstrap, "shared", unique("share"), str(count))
+    assert d.proc.wait(120) == 0, d.events[-5:]
+    [report] = [e for e in d.events if e["event"] == "deliveries"]
+    deliveries = report["list"]
+    by_value: dict[str, list[int]] = {}
+    for x in deliveries:
+        by_value.setdefault(x["value"], []).append(x["delivery_count"])
+    assert set(by_value) == {f"v{i}" for i in range(count)}
+    assert sorted(by_value["v0"]) == [1, 2]
+    assert by_value["v1"] == [1]
+    assert all(v == [1] for k, v in by_value.items() if k not in ("v0", "v1"))

@@ -18,6 +18,7 @@ from typing import Any
 from groupcoord.protocol.schema import ArrayOf, FieldSpec, Versions, snake
 
 _COMMENTS = re.compile(r"(?m)^\s*//.*$")
+_OURS = Path(__file__).parent / "kafka_json"
 
 
 def load_kafka_json(name: str) -> dict[str, Any]:

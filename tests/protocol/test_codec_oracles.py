@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from codec_helpers import ALL_MESSAGES, case_id, fuzz, message_strategy, plain, versions_of
+from codec_json_oracle import json_encode, json_versions
 from codec_oracles import (
     AIOKAFKA,
     KAFKA_PYTHON_LEGACY,
@@ -30,6 +31,8 @@ ORACLE = fuzz(12)
 KAFKA_PYTHON_CASES = [(cls, v) for cls in ALL_MESSAGES for v in kafka_python_versions(cls)]
 AIOKAFKA_CASES = [(cls, v) for cls in ALL_MESSAGES for v in AIOKAFKA.versions(cls)]
 LEGACY_CASES = [(cls, v) for cls in ALL_MESSAGES for v in kafka_python_legacy_versions(cls)]
+#: APIs no library here implements (KIP-932): an encoder written from Kafka's JSON (codec_json_oracle.py)
+JSON_CASES = [(cls, v) for cls in ALL_MESSAGES for v in json_versions(cls)]
 
 # Oracle bugs (docs/codec-oracles.md): these versions are checked by the minimal examples below instead.
 AIOKAFKA_BUGS = {("ListOffsetsRequest", 4), ("ListOffsetsRequest", 5)}
@@ -82,9 +85,25 @@ def test_kafka_python_legacy(case: tuple[type, int]) -> None:
     check()
 
 
+@pytest.mark.parametrize("case", JSON_CASES, ids=case_id)
+def test_kafka_json_oracle(case: tuple[type, int]) -> None:
+    cls, version = case
+
+    @ORACLE
+    @given(message_strategy(cls, version))
+    def check(obj: Any) -> None:
+        theirs = json_encode(obj, version)
+        assert obj.encode(version) == theirs, (
+            f"bytes differ\nours:   {obj.encode(version).hex()}\ntheirs: {theirs.hex()}"
+        )
+        assert cls.decode(theirs, version) == obj
+
+    check()
+
+
 def test_oracle_coverage_is_recorded() -> None:
     """Every version of every message we declare is checked against at least one oracle."""
-    covered = set(KAFKA_PYTHON_CASES + AIOKAFKA_CASES + LEGACY_CASES)
+    covered = set(KAFKA_PYTHON_CASES + AIOKAFKA_CASES + LEGACY_CASES + JSON_CASES)
     missing = [
         case_id(c) for c in ((cls, v) for cls in ALL_MESSAGES for v in versions_of(cls)) if c not in covered
     ]

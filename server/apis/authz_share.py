@@ -1,0 +1,136 @@
+"""ACL checks of the KIP-932 share-group APIs (Kafka's KafkaApis.handleShareGroupHeartbeatRequest,
+handleShareGroupDescribe, handleShareFetchRequest, handleShareAcknowledgeRequest):
+
+| API | needs | denied |
+|---|---|---|
+| ShareGroupHeartbeat | READ group, DESCRIBE each subscribed topic | GROUP_ / TOPIC_AUTHORIZATION_FAILED |
+| ShareGroupDescribe | DESCRIBE group | GROUP_AUTHORIZATION_FAILED for that group |
+| ShareFetch, ShareAcknowledge | READ group, READ each topic | top-level GROUP_...; TOPIC_... per partition |
+
+A denied topic's partitions are taken out of the request before the handler runs (so nothing is acquired or
+acknowledged there, and they never join the share session) and answered TOPIC_AUTHORIZATION_FAILED.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groupcoord.protocol.messages import share_acknowledge as sa
+from groupcoord.protocol.messages import share_fetch as sf
+from groupcoord.protocol.messages import share_group_describe as sgd
+from groupcoord.protocol.messages import share_group_heartbeat as sgh
+from groupcoord.server.apis.authz_common import GROUP_DENIED, TOPIC_DENIED, Handler, allowed
+from groupcoord.server.apis.authz_common import replace_fields as _replace
+from groupcoord.server.net.dispatch import RequestContext, then
+from groupcoord.server.security.authorizer import DESCRIBE, GROUP, READ, TOPIC
+
+NO_LEADER = sf.ShareLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+
+
+def share_group_heartbeat(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: sgh.ShareGroupHeartbeatRequest) -> Any:
+        if not allowed(ctx, READ, GROUP, req.group_id):
+            return sgh.ShareGroupHeartbeatResponse(error_code=GROUP_DENIED)
+        denied = sorted(n for n in req.subscribed_topic_names or () if not allowed(ctx, DESCRIBE, TOPIC, n))
+        if denied:
+            return sgh.ShareGroupHeartbeatResponse(
+                error_code=TOPIC_DENIED, error_message=f"Topics {denied} are not authorized."
+            )
+        return handler(ctx, req)
+
+    return checked
+
+
+def share_group_describe(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: sgd.ShareGroupDescribeRequest) -> Any:
+        access = ctx.services.access
+
+        def fix(resp: sgd.ShareGroupDescribeResponse) -> sgd.ShareGroupDescribeResponse:
+            out = []
+            for g in resp.groups:
+                if not allowed(ctx, DESCRIBE, GROUP, g.group_id):
+                    out.append(sgd.DescribedShareGroup(error_code=GROUP_DENIED, group_id=g.group_id))
+                elif req.include_authorized_operations and g.error_code == 0:
+                    ops = access.operations(ctx.principal, ctx.conn.peer_host, GROUP, g.group_id)
+                    out.append(_replace(g, authorized_operations=ops))
+                else:
+                    out.append(g)
+            return _replace(resp, groups=tuple(out))
+
+        return then(handler(ctx, req), fix)
+
+    return checked
+
+
+def _readable(ctx: RequestContext, topic_id: Any) -> bool:
+    info = ctx.services.topics.by_id(topic_id)
+    return info is None or allowed(
+        ctx, READ, TOPIC, info.name
+    )  # unknown ids are the handler's (UNKNOWN_TOPIC_ID)
+
+
+def share_fetch(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: sf.ShareFetchRequest) -> Any:
+        if not allowed(ctx, READ, GROUP, req.group_id or ""):
+            return sf.ShareFetchResponse(error_code=GROUP_DENIED)
+        denied = [t for t in req.topics if not _readable(ctx, t.topic_id)]
+        if not denied:
+            return handler(ctx, req)
+        kept = tuple(t for t in req.topics if _readable(ctx, t.topic_id))
+
+        def fix(resp: sf.ShareFetchResponse) -> sf.ShareFetchResponse:
+            if resp.error_code:
+                return resp
+            extra = tuple(
+                sf.ShareFetchableTopicResponse(
+                    topic_id=t.topic_id,
+                    partitions=tuple(
+                        sf.SharePartitionData(
+                            partition_index=p.partition_index,
+                            error_code=TOPIC_DENIED,
+                            acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
+                            current_leader=NO_LEADER,
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in denied
+            )
+            return _replace(resp, responses=resp.responses + extra)
+
+        return then(handler(ctx, _replace(req, topics=kept)), fix)
+
+    return checked
+
+
+def share_acknowledge(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: sa.ShareAcknowledgeRequest) -> Any:
+        if not allowed(ctx, READ, GROUP, req.group_id or ""):
+            return sa.ShareAcknowledgeResponse(error_code=GROUP_DENIED)
+        denied = [t for t in req.topics if not _readable(ctx, t.topic_id)]
+        if not denied:
+            return handler(ctx, req)
+        kept = tuple(t for t in req.topics if _readable(ctx, t.topic_id))
+
+        def fix(resp: sa.ShareAcknowledgeResponse) -> sa.ShareAcknowledgeResponse:
+            if resp.error_code:
+                return resp
+            extra = tuple(
+                sa.ShareAcknowledgeTopicResponse(
+                    topic_id=t.topic_id,
+                    partitions=tuple(
+                        sa.ShareAcknowledgePartitionData(
+                            partition_index=p.partition_index,
+                            error_code=TOPIC_DENIED,
+                            current_leader=NO_LEADER,
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in denied
+            )
+            return _replace(resp, responses=resp.responses + extra)
+
+        return then(handler(ctx, _replace(req, topics=kept)), fix)
+
+    return checked

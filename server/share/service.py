@@ -1,0 +1,350 @@
+"""Runs the share partitions of every share group (Kafka's `SharePartitionManager`, with the share
+coordinator's persistence folded in): acquisition over the embedded log, acknowledgements answered only once
+their state is durable, lock-expiry timers, share sessions and their connections, and the ShareFetch long poll.
+
+Persistence: each change of a share partition's durable state writes its whole snapshot
+(`SharePartitionRecord`, latest value per key) through the coordinator's `StateStore` (SQLite: committed
+and fsynced before the answer; memory: at once). Lock expiries and released sessions are written best effort,
+as in Kafka. At start, `load` rebuilds every share partition from the stored snapshots.
+
+Long poll: a fetch that acquires nothing waits, without polling, for whichever comes first of an append to
+one of its partitions (`LogManager.wait_for_data`), a share-state change that made records available again
+(release, lock expiry), or MaxWaitMs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import structlog
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
+from groupcoord.server.coordinator.records import SharePartitionRecord
+from groupcoord.server.log.manager import LogManager
+from groupcoord.server.share.partition import AckBatch, AcquiredRange, SharePartition
+from groupcoord.server.share.sessions import Key, ShareSessions
+from groupcoord.server.storage.base import StateStore, SynchronousStateStore
+from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
+
+log = structlog.get_logger("groupcoord.share")
+
+#: (group id, topic id hex, partition)
+PartitionKey = tuple[str, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    records: bytes
+    acquired: tuple[AcquiredRange, ...]
+    error: int = 0
+
+
+def cut_after(data: bytes, last: int) -> bytes:
+    """The whole batches of a log read up to the one holding offset `last`: what a member was not given need
+    not travel (the read may run far past the acquired records)."""
+    pos = 0
+    while pos + 27 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        end = pos + 12 + length
+        if end > len(data):
+            break
+        if base + struct.unpack_from(">i", data, pos + 23)[0] >= last:
+            return data[:end]
+        pos = end
+    return data[:pos]
+
+
+def last_offset_of(data: bytes) -> int:
+    """The last offset of the last whole batch in a log read (baseOffset + lastOffsetDelta); -1 if none."""
+    pos, last = 0, -1
+    while pos + 27 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        if pos + 12 + length > len(data):
+            break
+        last = base + struct.unpack_from(">i", data, pos + 23)[0]
+        pos += 12 + length
+    return last
+
+
+class ShareService:
+    def __init__(
+        self,
+        logs: LogManager,
+        store: StateStore,
+        config: ShareGroupConfig,
+        loop: asyncio.AbstractEventLoop,
+        clock: Clock = WALL_CLOCK,
+    ) -> None:
+        self.logs = logs
+        self.store = store
+        self.config = config
+        self.loop = loop
+        self.now_ms = clock.now_ms
+        self.partitions: dict[PartitionKey, SharePartition] = {}
+        self.sessions = ShareSessions(config.max_share_sessions)
+        self.timers = TimerService(loop, self._lock_timer, clock)
+        self._changed: asyncio.Future[None] | None = None
+        self._writes: set[asyncio.Task[bool]] = set()
+        self.failed_writes = 0
+        #: set once the stored share-partition state is loaded: requests wait for it
+        self.ready = asyncio.Event()
+
+    def _limits(self) -> dict[str, int]:
+        c = self.config
+        return {
+            "lock_duration_ms": c.record_lock_duration_ms,
+            "delivery_count_limit": c.delivery_count_limit,
+            "max_in_flight": c.partition_max_record_locks,
+        }
+
+    # ------------------------------------------------------------------------------------ load, persist
+
+    def load(self, records: Iterable[SharePartitionRecord]) -> None:
+        for r in records:
+            if r.value is not None:
+                self.partitions[(r.group_id, r.topic_id, r.partition)] = SharePartition.restore(
+                    r.value, **self._limits()
+                )
+
+    def _record(self, key: PartitionKey, sp: SharePartition) -> SharePartitionRecord:
+        return SharePartitionRecord(key[0], key[1], key[2], sp.snapshot())
+
+    async def _persist(self, records: Sequence[SharePartitionRecord]) -> bool:
+        """Durable when True; a failure is logged and counted."""
+        try:
+            if self.store.synchronous and isinstance(self.store, SynchronousStateStore):
+                self.store.write_now(records)
+            else:
+                await self.store.write(records)
+            return True
+        except Exception as exc:
+            self.failed_writes += 1
+            log.error("share-partition state write failed", error=repr(exc), partitions=len(records))
+            return False
+
+    def _persist_later(self, records: Sequence[SharePartitionRecord]) -> None:
+        """Best effort (lock expiry, released sessions): Kafka keeps the in-memory change even if it fails."""
+        if not records:
+            return
+        task = self.loop.create_task(self._persist(records))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def quiesce(self) -> None:
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
+
+    def close(self) -> None:
+        self.timers.close()
+
+    # ------------------------------------------------------------------------------- partitions
+
+    async def partition(self, group_id: str, topic: str, topic_id: str, index: int) -> SharePartition | None:
+        """The share partition, initialized at its first fetch: `share.auto.offset.reset` resolved against
+        the log now (latest: the high watermark; earliest: the log start), and written so that a restart
+        does not resolve it again. None when the topic partition has no log."""
+        key = (group_id, topic_id, index)
+        sp = self.partitions.get(key)
+        plog = self.logs.partition(topic, index)
+        if plog is None:
+            return None
+        if sp is None:
+            start = (
+                plog.high_watermark if self.config.auto_offset_reset == "latest" else plog.log_start_offset
+            )
+            sp = self.partitions[key] = SharePartition(start, **self._limits())
+            await self._persist([self._record(key, sp)])
+        elif plog.log_start_offset > sp.start:  # retention or DeleteRecords moved the log start
+            sp.skip_to(plog.log_start_offset)
+            self._persist_later([self._record(key, sp)])
+        return sp
+
+    def _arm(self, key: PartitionKey, sp: SharePartition) -> None:
+        deadline = sp.next_deadline()
+        if deadline is None:
+            self.timers.cancel(key)
+        else:
+            self.timers.schedule(key, deadline)
+
+    def _lock_timer(self, timer_key: Hashable) -> None:
+        key = cast(PartitionKey, timer_key)  # the keys this service schedules
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        if sp.expire_locks(self.now_ms()):
+            self._persist_later([self._record(key, sp)])
+            self._wake()
+        self._arm(key, sp)
+
+    def _wake(self) -> None:
+        fut, self._changed = self._changed, None
+        if fut is not None and not fut.done():
+            fut.set_result(None)
+
+    # ------------------------------------------------------------------------------- acknowledge
+
+    async def acknowledge(
+        self, group_id: str, member_id: str, acks: dict[Key, list[AckBatch]], renew_allowed: bool
+    ) -> dict[Key, tuple[int, str | None]]:
+        """Apply each partition's acknowledgements all or nothing; answer once the changes are durable (a
+        failed write puts the records back and answers UNKNOWN_SERVER_ERROR for those partitions)."""
+        await self.ready.wait()
+        results: dict[Key, tuple[int, str | None]] = {}
+        writes: list[tuple[Key, PartitionKey, SharePartition, object]] = []
+        now = self.now_ms()
+        for k, batches in acks.items():
+            if not batches:
+                results[k] = (0, None)
+                continue
+            pkey = (group_id, k[0], k[1])
+            sp = self.partitions.get(pkey)
+            if sp is None:
+                results[k] = (int(ErrorCode.INVALID_RECORD_STATE), "no records were acquired here")
+                continue
+            err, msg = sp.check(member_id, batches, renew_allowed)
+            if err:
+                results[k] = (err, msg)
+                continue
+            durable, undo = sp.acknowledge(member_id, batches, now)
+            results[k] = (0, None)
+            self._arm(pkey, sp)
+            if durable:
+                writes.append((k, pkey, sp, undo))
+        if writes:
+            ok = await self._persist([self._record(pkey, sp) for _, pkey, sp, _ in writes])
+            if not ok:
+                for k, pkey, sp, undo in writes:
+                    undo()  # type: ignore[operator]
+                    self._arm(pkey, sp)
+                    results[k] = (
+                        int(ErrorCode.UNKNOWN_SERVER_ERROR),
+                        "the acknowledgement could not be stored",
+                    )
+            self._wake()
+        return results
+
+    # ------------------------------------------------------------------------------------- fetch
+
+    async def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        parts: Sequence[tuple[Key, str]],
+        *,
+        max_records: int,
+        max_bytes: int,
+        min_bytes: int,
+        max_wait_ms: int,
+    ) -> dict[Key, Fetched]:
+        """Acquire records for `member_id` from `parts` ((topic id hex, partition), topic name), waiting up
+        to `max_wait_ms` while nothing can be acquired. MaxRecords is one budget across the partitions."""
+        await self.ready.wait()
+        deadline = self.loop.time() + max(max_wait_ms, 0) / 1000
+        while True:
+            out = await self._fetch_once(group_id, member_id, parts, max_records, max_bytes)
+            total = sum(len(f.records) for f in out.values())
+            got = any(f.acquired or f.error for f in out.values())
+            remaining = deadline - self.loop.time()
+            if got or total >= max(min_bytes, 1) or remaining <= 0 or max_records <= 0 or not parts:
+                return out
+            await self._wait(parts, group_id, remaining)
+
+    async def _wait(self, parts: Sequence[tuple[Key, str]], group_id: str, timeout: float) -> None:
+        if self._changed is None or self._changed.done():
+            self._changed = self.loop.create_future()
+        changed = self._changed
+        # an append matters only where the in-flight window has room; a full window waits for a change
+        offsets: dict[tuple[str, int], int] = {}
+        for (tid, p), topic in parts:
+            sp = self.partitions.get((group_id, tid, p))
+            if sp is not None and sp.in_flight() < sp.max_in_flight:
+                offsets[(topic, p)] = sp.end
+        waits: set[asyncio.Future[Any]] = {changed}
+        data = None
+        if offsets:
+            data = self.loop.create_task(self.logs.wait_for_data(offsets, timeout))
+            waits.add(data)
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if data is not None:
+                data.cancel()
+
+    async def _fetch_once(
+        self,
+        group_id: str,
+        member_id: str,
+        parts: Sequence[tuple[Key, str]],
+        max_records: int,
+        max_bytes: int,
+    ) -> dict[Key, Fetched]:
+        out: dict[Key, Fetched] = {}
+        budget_records = max_records
+        budget_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
+        for k, topic in parts:
+            sp = await self.partition(group_id, topic, k[0], k[1])
+            if sp is None:
+                out[k] = Fetched(b"", (), int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            plog = self.logs.partition(topic, k[1])
+            if budget_records <= 0 or plog is None:
+                out[k] = Fetched(b"", ())
+                continue
+            acquired = sp.acquire(member_id, budget_records, plog.high_watermark, self.now_ms())
+            if not acquired:
+                out[k] = Fetched(b"", ())
+                continue
+            first, last = acquired[0].first_offset, acquired[-1].last_offset
+            r = self.logs.read(topic, k[1], first, max(budget_bytes, 0), min_one=True)
+            covered = last_offset_of(r.records) if r.error == 0 else -1
+            if covered < last:
+                acquired = sp.unacquire(acquired, covered + 1)
+            self._arm((group_id, k[0], k[1]), sp)
+            if not acquired:
+                out[k] = Fetched(b"", (), int(r.error))
+                continue
+            records = cut_after(r.records, acquired[-1].last_offset)
+            budget_records -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
+            budget_bytes -= len(records)
+            out[k] = Fetched(records, tuple(acquired))
+        return out
+
+    async def delete_group(self, group_id: str) -> bool:
+        """DeleteGroups of an empty share group: its share-partition state goes first (Kafka deletes the
+        state, then the group). False when the tombstones could not be written; the state is then kept."""
+        await self.ready.wait()
+        keys = [k for k in self.partitions if k[0] == group_id]
+        if not keys:
+            return True
+        if not await self._persist([SharePartitionRecord(g, t, p, None) for g, t, p in keys]):
+            return False
+        for k in keys:
+            self.timers.cancel(k)
+            del self.partitions[k]
+        return True
+
+    # --------------------------------------------------------------------------- sessions closing
+
+    def release(self, group_id: str, member_id: str, keys: Iterable[Key]) -> None:
+        """A share session closed (epoch -1, or its connection dropped): the member's acquired records in
+        its partitions become available again (archived at the delivery limit)."""
+        records = []
+        for tid, p in keys:
+            pkey = (group_id, tid, p)
+            sp = self.partitions.get(pkey)
+            if sp is not None and sp.release_member(member_id):
+                records.append(self._record(pkey, sp))
+                self._arm(pkey, sp)
+        if records:
+            self._persist_later(records)
+            self._wake()
+
+    def connection_closed(self, connection: Hashable) -> None:
+        for s in self.sessions.of_connection(connection):
+            self.sessions.close(s)
+            self.release(s.group_id, s.member_id, list(s.partitions))
