@@ -116,6 +116,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.txn",
         "server.cluster",
         "server.security",
+        "server.share",
         "protocol",
     ),
     "server.net": ("server.net",),

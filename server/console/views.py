@@ -8,23 +8,25 @@ list is O(groups); neither touches the disk. `visible` filters by the principal'
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.server.coordinator.modern.consumer.member import STATE_NAMES
+from groupcoord.server.share.partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE
 
 if TYPE_CHECKING:
-    import uuid
-
     from groupcoord.server.cluster.node import ClusterNode
     from groupcoord.server.console.timeline import RebalanceTimeline
     from groupcoord.server.coordinator.group import ClassicGroup, Member
     from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
     from groupcoord.server.coordinator.modern.consumer.member import Assignment
+    from groupcoord.server.coordinator.modern.share.group import ShareGroup
     from groupcoord.server.coordinator.shard import GroupCoordinatorShard
     from groupcoord.server.log.manager import LogManager
+    from groupcoord.server.share.service import ShareService
     from groupcoord.server.txn.service import TxnCoordinator
 
 #: (resource, name) -> may the principal DESCRIBE it; resource is "group", "topic" or "transactional_id"
@@ -41,6 +43,7 @@ class ConsoleSource(Protocol):
     logs: LogManager | None
     txn: TxnCoordinator | None
     cluster: ClusterNode | None
+    share: ShareService | None
     loading: bool
 
     def console_facts(self) -> dict[str, Any]:
@@ -121,6 +124,16 @@ def _summary(machine: GroupCoordinatorShard, gid: str) -> dict[str, Any] | None:
             "protocol": g.protocol_name,
             "generation": g.generation_id,
         }
+    sg = machine.share_manager.groups.get(gid)
+    if sg is not None:
+        return {
+            "type": "share",
+            "state": sg.state,
+            "members": len(sg.members),
+            "protocol_type": "share",
+            "protocol": "simple",
+            "generation": sg.group_epoch,
+        }
     cg = machine.consumer_group(gid)
     if cg is not None:
         return {
@@ -132,6 +145,75 @@ def _summary(machine: GroupCoordinatorShard, gid: str) -> dict[str, Any] | None:
             "generation": cg.group_epoch,
         }
     return None
+
+
+def group_ids(machine: GroupCoordinatorShard) -> list[str]:
+    """Every group of the shard: classic, KIP-848 consumer and KIP-932 share groups."""
+    return [*machine.group_ids(), *machine.share_manager.groups]
+
+
+def _topic_name(logs: LogManager | None, topic_id: str) -> str:
+    info = None
+    if logs is not None:
+        try:
+            info = logs.topic_by_id(uuid.UUID(topic_id))
+        except ValueError:
+            info = None
+    return topic_id if info is None else info.name
+
+
+_SHARE_STATES = {
+    AVAILABLE: "available",
+    ACQUIRED: "acquired",
+    ACKNOWLEDGED: "acknowledged",
+    ARCHIVED: "archived",
+}
+
+
+def _share_page(src: ConsoleSource, sg: ShareGroup, visible: Visible) -> tuple[list[Any], list[Any]]:
+    """Members (with their assignments) and share partitions (SPSO, SPEO, in-flight records by state)."""
+    members = [
+        {
+            "member_id": m.member_id,
+            "client_id": m.client_id,
+            "host": m.client_host,
+            "group_instance_id": None,
+            "session_timeout_ms": None,
+            "rebalance_timeout_ms": None,
+            "leader": False,
+            "member_epoch": m.member_epoch,
+            "subscription": sorted(m.subscribed_topic_names),
+            "assignment": sorted(
+                f"{_topic_name(src.logs, t)}-{p}" for t, ps in m.assignment.items() for p in ps
+            ),
+        }
+        for m in sg.members.values()
+    ]
+    owners: dict[str, list[str]] = {}
+    for m in members:
+        for tp in m["assignment"]:
+            owners.setdefault(tp, []).append(m["member_id"])
+    partitions = []
+    share = src.share
+    for (gid, topic_id, index), sp in sorted((share.partitions if share else {}).items()):
+        name = _topic_name(src.logs, topic_id)
+        if gid != sg.group_id or not visible("topic", name):
+            continue
+        end = _log_end(src.logs, name, index)
+        counts: Counter[str] = Counter(_SHARE_STATES.get(r.state, str(r.state)) for r in sp.window.values())
+        partitions.append(
+            {
+                "topic": name,
+                "partition": index,
+                "committed": sp.start,
+                "share_end": sp.end,
+                "log_end": end,
+                "lag": None if end is None or sp.start < 0 else max(0, end - sp.start),
+                "in_flight": dict(counts),
+                "owner": ", ".join(owners.get(f"{name}-{index}", [])) or None,
+            }
+        )
+    return members, partitions
 
 
 def _names(logs: LogManager | None, assignment: Assignment) -> list[str]:
@@ -187,7 +269,7 @@ def overview(src: ConsoleSource, visible: Visible = everything) -> dict[str, Any
     by_state: Counter[str] = Counter()
     members = 0
     if machine is not None:
-        for gid in machine.group_ids():
+        for gid in group_ids(machine):
             summary = _summary(machine, gid)
             if summary is None or not visible("group", gid):
                 continue
@@ -227,7 +309,7 @@ def groups(src: ConsoleSource, timeline: RebalanceTimeline, visible: Visible = e
     machine = src.machine
     rows = []
     if machine is not None:
-        for gid in sorted(machine.group_ids()):
+        for gid in sorted(group_ids(machine)):
             summary = _summary(machine, gid)
             if summary is None or not visible("group", gid):
                 continue
@@ -252,6 +334,23 @@ def group(
         return None
     g = machine.group(gid)
     cg = machine.consumer_group(gid) if g is None else None
+    sg = machine.share_manager.groups.get(gid)
+    if sg is not None:
+        members, partitions = _share_page(src, sg, visible)
+        return {
+            "group_id": gid,
+            **(_summary(machine, gid) or {}),
+            "leader": None,
+            "assignment_epoch": sg.assignment_epoch,
+            "members": sorted(members, key=lambda m: (m["client_id"], m["member_id"])),
+            "partitions": partitions,
+            "grid": len(partitions) <= GRID_MAX_PARTITIONS,
+            "lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
+            "timeline": timeline.rows(gid),
+            "replacements": [],
+            "pending_transactional_offsets": [],
+            "now_ms": int(time.time() * 1000),
+        }
     committed = machine.committed_offsets(gid)
     if g is None and cg is None and not committed:
         return None

@@ -342,3 +342,48 @@ def test_a_kip848_consumer_group_shows_its_epochs_members_and_assignment(server_
     finally:
         for m in members:
             m.close()
+
+
+def test_a_share_group_shows_its_members_and_share_partition_state(server_factory) -> None:
+    """confluent-kafka's ShareConsumer reads 10 records and acknowledges them: the console lists a share
+    group with its member, and the share partition's start offset (SPSO) moved to the log end."""
+    from confluent_kafka import Producer, ShareConsumer
+
+    mport = free_port()
+    srv = server_factory(
+        "--metrics-port", str(mport), "--topic", "t:1", "--share-auto-offset-reset", "earliest"
+    )
+    p = Producer({"bootstrap.servers": srv.bootstrap})
+    for i in range(10):
+        p.produce("t", value=str(i).encode(), partition=0)
+    assert p.flush(30) == 0
+    gid = unique("queue")
+    c = ShareConsumer({"bootstrap.servers": srv.bootstrap, "group.id": gid, "client.id": "worker-1"})
+    c.subscribe(["t"])
+    try:
+        got = 0
+        page: dict[str, Any] = {}
+        for _ in range(240):
+            got += len([m for m in c.poll(0.25) or [] if m.error() is None])
+            status, page = get(mport, "/ui/api/group?id=" + urllib.parse.quote(gid, safe=""))
+            if (
+                got >= 10
+                and status == 200
+                and page["partitions"]
+                and page["partitions"][0]["committed"] == 10
+            ):
+                break
+        assert got >= 10
+        assert (page["type"], page["state"], page["protocol"]) == ("share", "Stable", "simple")
+        assert [(m["client_id"], m["assignment"]) for m in page["members"]] == [("worker-1", ["t-0"])]
+        (part,) = page["partitions"]
+        assert (part["topic"], part["partition"], part["committed"], part["log_end"], part["lag"]) == (
+            "t",
+            0,
+            10,
+            10,
+            0,
+        )
+        assert get(mport, "/ui/api/overview")[1]["groups_by_type"].get("share") == 1
+    finally:
+        c.close()

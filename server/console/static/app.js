@@ -161,18 +161,30 @@ function renderGroup(g) {
     el("h1", {}, "Group ", el("span", { id: "group-id" }, g.group_id)),
     el("div", { class: "cards" },
       card("state", g.state, "g-state"), card("type", g.type), card("members", fmt(g.members.length), "g-members"),
-      card("generation", fmt(g.generation), "g-generation"), card("protocol", g.protocol || "–"),
+      card(g.type === "classic" ? "generation" : "group epoch", fmt(g.generation), "g-generation"), card("protocol", g.protocol || "–"),
       el("div", { class: "card" }, el("div", { class: "n", id: "g-lag" }, fmt(g.lag)), el("div", { class: "k" }, "lag ", spark(hist)))),
     el("h2", {}, "Members"),
-    fastTable(["member id", "client id", "host", "instance id", "session timeout", "partitions"],
-      g.members, (m) => `<tr><td>${esc(m.member_id)}${m.leader ? ' <span class="chip">leader</span>' : ""}</td>${
-        td(m.client_id)}${td(m.host)}${td(m.group_instance_id || "–")}${td(dur(m.session_timeout_ms), "num")}${
-        td(m.assignment.length, "num")}</tr>`, "members-table"),
+    g.type === "classic"
+      ? fastTable(["member id", "client id", "host", "instance id", "session timeout", "partitions"],
+        g.members, (m) => `<tr><td>${esc(m.member_id)}${m.leader ? ' <span class="chip">leader</span>' : ""}</td>${
+          td(m.client_id)}${td(m.host)}${td(m.group_instance_id || "–")}${td(dur(m.session_timeout_ms), "num")}${
+          td(m.assignment.length, "num")}</tr>`, "members-table")
+      : fastTable(["member id", "client id", "host", "instance id", "member epoch", "state", "partitions", "pending revocation"],
+        g.members, (m) => `<tr>${td(m.member_id)}${td(m.client_id)}${td(m.host)}${td(m.group_instance_id || "–")}${
+          td(m.member_epoch, "num")}${td(m.member_state || "–")}${td(m.assignment.length, "num")}${
+          td((m.pending_revocation || []).join(", ") || "–")}</tr>`, "members-table"),
     el("h2", {}, "Assignment"), renderGrid(g),
-    el("h2", {}, "Offsets and lag"),
-    fastTable(["topic", "partition", "committed", "log end", "lag", "owner"], g.partitions, (p) => `<tr>${
-      td(p.topic)}${td(p.partition, "num")}${td(fmt(p.committed), "num")}${td(fmt(p.log_end), "num")}${
-      td(fmt(p.lag), "num lag")}${td(p.owner || "–")}</tr>`, "offsets-table"),
+    g.type === "share"
+      ? [el("h2", {}, "Share partitions"),
+        fastTable(["topic", "partition", "start (SPSO)", "end (SPEO+1)", "log end", "not yet acknowledged", "in flight", "members"],
+          g.partitions, (p) => `<tr>${td(p.topic)}${td(p.partition, "num")}${td(fmt(p.committed), "num")}${
+            td(fmt(p.share_end), "num")}${td(fmt(p.log_end), "num")}${td(fmt(p.lag), "num lag")}${
+            td(Object.entries(p.in_flight || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")}${td(p.owner || "–")}</tr>`,
+          "offsets-table")]
+      : [el("h2", {}, "Offsets and lag"),
+        fastTable(["topic", "partition", "committed", "log end", "lag", "owner"], g.partitions, (p) => `<tr>${
+          td(p.topic)}${td(p.partition, "num")}${td(fmt(p.committed), "num")}${td(fmt(p.log_end), "num")}${
+          td(fmt(p.lag), "num lag")}${td(p.owner || "–")}</tr>`, "offsets-table")],
     el("h2", {}, "Rebalances"),
     table(["started", "cause", "duration", "generation", "members", "joined", "left"], g.timeline.map((r) =>
       el("tr", { class: r.open ? "open rebalance" : "rebalance" },
