@@ -418,8 +418,15 @@ class StateCollector(Collector):
         yield offset_sum
         yield lag
         yield lag_sum
+        consumer_states: Counter[str] = Counter()
+        share_states: Counter[str] = Counter()
+        if machine is not None:
+            consumer_states.update(g.state for g in machine.consumer_manager.groups.values())
+            share_states.update(g.state for g in machine.share_manager.groups.values())
         count = GaugeMetricFamily(KAFKA + "group_count", "Groups, by protocol", labels=("protocol",))
         count.add_metric(("classic",), groups)
+        count.add_metric(("consumer",), sum(consumer_states.values()))
+        count.add_metric(("share",), sum(share_states.values()))
         yield count
         classic = GaugeMetricFamily(
             KAFKA + "classic_group_count", "Classic groups, by state", labels=("state",)
@@ -427,6 +434,19 @@ class StateCollector(Collector):
         for state in STATES:
             classic.add_metric((state,), by_state.get(state, 0))
         yield classic
+        # Kafka's consumer-group-count and share-group-count, tagged with the state's lowercase name
+        consumer = GaugeMetricFamily(
+            KAFKA + "consumer_group_count", "KIP-848 consumer groups, by state", labels=("state",)
+        )
+        for state in ("Empty", "Assigning", "Reconciling", "Stable"):
+            consumer.add_metric((state.lower(),), consumer_states.get(state, 0))
+        yield consumer
+        share = GaugeMetricFamily(
+            KAFKA + "share_group_count", "KIP-932 share groups, by state", labels=("state",)
+        )
+        for state in ("Empty", "Stable"):
+            share.add_metric((state.lower(),), share_states.get(state, 0))
+        yield share
         noff = GaugeMetricFamily(KAFKA + "offset_count", "Committed offsets held")
         noff.add_metric((), offsets)
         yield noff

@@ -44,6 +44,19 @@ def get(port: int, path: str, auth: tuple[str, str] | None = None, method: str =
         return exc.code, exc.read()
 
 
+def metric(port: int, name: str, **labels: str) -> float | None:
+    """One sample of the admin listener's /metrics (Kafka's group counts by protocol and state)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+    return None
+
+
 def group_page(port: int, gid: str) -> dict[str, Any]:
     status, body = get(port, "/ui/api/group?id=" + urllib.parse.quote(gid, safe=""))
     assert status == 200, (status, body)
@@ -339,6 +352,11 @@ def test_a_kip848_consumer_group_shows_its_epochs_members_and_assignment(server_
         row = next(g for g in get(mport, "/ui/api/groups")[1]["groups"] if g["group_id"] == gid)
         assert (row["type"], row["state"], row["members"]) == ("consumer", "Stable", 2)
         assert get(mport, "/ui/api/overview")[1]["groups_by_type"].get("consumer") == 1
+        group_count = "kafka_server_group_coordinator_metrics_group_count"
+        assert metric(mport, group_count, protocol="consumer") == 1
+        assert (
+            metric(mport, "kafka_server_group_coordinator_metrics_consumer_group_count", state="stable") == 1
+        )
     finally:
         for m in members:
             m.close()
@@ -385,5 +403,8 @@ def test_a_share_group_shows_its_members_and_share_partition_state(server_factor
             0,
         )
         assert get(mport, "/ui/api/overview")[1]["groups_by_type"].get("share") == 1
+        group_count = "kafka_server_group_coordinator_metrics_group_count"
+        assert metric(mport, group_count, protocol="share") == 1
+        assert metric(mport, "kafka_server_group_coordinator_metrics_share_group_count", state="stable") == 1
     finally:
         c.close()
