@@ -216,7 +216,7 @@ class GroupCoordinatorShard:
                 fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
                 return fx
             self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
-        result = self.consumer_manager.heartbeat(req, topics)
+        result = self.consumer_manager.heartbeat(req, topics, validated=True)
         if not fx.records:
             fx.reply(token, result)
             return fx

@@ -29,6 +29,15 @@ DEAD = "Dead"
 MEMBER_TYPE_CONSUMER = 1
 
 
+def _indexed(m: ConsumerGroupMember) -> tuple[object, ...]:
+    """What the group's indexes are built from (`_index`): equal for two versions of a member, the second
+    replaces the first without re-indexing."""
+    return (
+        m.subscribed_topic_names, m.server_assignor, m.instance_id, m.member_epoch, m.assigned,
+        m.pending_revocation,
+    )  # fmt: skip
+
+
 class ConsumerGroup:
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -98,6 +107,9 @@ class ConsumerGroup:
 
     def update_member(self, new: ConsumerGroupMember) -> None:
         old = self.members.get(new.member_id)
+        if old is not None and _indexed(old) == _indexed(new):
+            self.members[new.member_id] = new  # a steady-state heartbeat: nothing the indexes hold changed
+            return
         self._unindex(old)
         self.members[new.member_id] = new
         self._index(new)

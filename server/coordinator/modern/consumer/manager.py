@@ -66,9 +66,13 @@ class HeartbeatError(Exception):
         self.message = message
 
 
+#: what Java's `String.trim()` strips: every character up to U+0020
+_TRIMMED = "".join(chr(c) for c in range(33))
+
+
 def blank(s: str | None) -> bool:
     """Java's `trim().isEmpty()`: only characters <= U+0020."""
-    return s is not None and not s.strip("".join(chr(c) for c in range(33)))
+    return s is not None and not s.strip(_TRIMMED)
 
 
 class ConsumerGroupManager:
@@ -134,12 +138,13 @@ class ConsumerGroupManager:
     # =================================================================================== heartbeat
 
     def heartbeat(
-        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
+        self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage, validated: bool = False
     ) -> ConsumerGroupHeartbeatResult:
         """The heartbeat's answer; its records are in the operation's `Effects` (the shard answers once they
-        are durable)."""
+        are durable). `validated`: the caller already ran `validate` on this request."""
         try:
-            self.validate(req)
+            if not validated:
+                self.validate(req)
             result = self._leave(req) if req.member_epoch < 0 else self._heartbeat(req, topics)
         except HeartbeatError as err:
             result = ConsumerGroupHeartbeatResult(err.code, err.message)
@@ -204,17 +209,19 @@ class ConsumerGroupManager:
         if subscription_changed or new_hash != g.metadata_hash:
             group_epoch += 1
             records.append(codec.group_metadata(g.group_id, group_epoch, new_hash))
-        # the target assignment
-        members = dict(g.members)
+        # the target assignment (the group's maps are copied only when they change: a steady-state heartbeat
+        # must not cost O(members))
+        target = g.target
         if replaced is not None:
-            members.pop(replaced.member_id, None)
-        members[member_id] = updated
-        target = dict(g.target)
-        if replaced is not None:
+            target = dict(target)
             target[member_id] = target.pop(replaced.member_id, {})
             records.append(codec.target_member(g.group_id, member_id, target[member_id]))
         assignment_epoch, assignment_ts = g.assignment_epoch, g.assignment_timestamp
         if group_epoch > assignment_epoch and self._can_assign(g):
+            members = dict(g.members)
+            if replaced is not None:
+                members.pop(replaced.member_id, None)
+            members[member_id] = updated
             assignor = g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
             new_target = compute_target(assignor, members, target, topics)
             for mid in sorted(new_target):
