@@ -6,6 +6,7 @@ import asyncio
 import socket
 import struct
 import time
+from typing import Any
 
 import asyncpg
 
@@ -96,3 +97,18 @@ async def committed(url: str, group: str) -> int | None:
         return await conn.fetchval("SELECT committed_offset FROM offsets WHERE group_id = $1", group)
     finally:
         await conn.close()
+
+
+async def fetched_offset(consumer: Any, tp: Any, timeout: float = 60) -> int | None:
+    """`consumer.committed(tp)` once the group's new coordinator has loaded the offsets.
+
+    aiokafka reads only the per-partition error codes of an OffsetFetch answer and ignores the top-level one
+    that v2+ answers carry (as Kafka's do) while a coordinator is loading or moving; such an answer has no
+    partitions, so aiokafka returns None for a committed offset. Right after a failover a fetch can meet that
+    window: ask again until an answer names the partition (a client quirk, not a coordinator error)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        got = await consumer.committed(tp)
+        if got is not None or asyncio.get_running_loop().time() >= deadline:
+            return got
+        await asyncio.sleep(0.25)

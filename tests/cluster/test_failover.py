@@ -15,6 +15,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.storage.shards import shard_of
 from tests.cluster.helpers import (
     committed,
+    fetched_offset,
     raw_commit,
     read_commit_error,
     shard_owner,
@@ -57,7 +58,7 @@ async def test_a_stable_group_survives_the_kill_of_its_coordinator_without_a_reb
         assert c.assignment() == {TopicPartition("orders", p) for p in range(2)}
         # the acknowledged commits are served by the new coordinator
         for p in range(2):
-            assert await c.committed(TopicPartition("orders", p)) == 40 + p
+            assert await fetched_offset(c, TopicPartition("orders", p)) == 40 + p
         await wait_for(lambda: heartbeats.ok >= 3, 60, "more heartbeats at the same generation")
         assert coordinator.generation == gen
         print(f"failover: first successful heartbeat {took:.2f}s after kill -9")
@@ -145,7 +146,7 @@ async def test_a_group_killed_mid_rebalance_with_its_coordinator_completes_the_r
         await wait_for(settled, 120, "both members to share the four partitions after the failover")
         assert first._coordinator.generation > gen
         for p in range(4):
-            assert await second.committed(TopicPartition("jobs", p)) == 10 + p
+            assert await fetched_offset(second, TopicPartition("jobs", p)) == 10 + p
     finally:
         await asyncio.gather(first.stop(), second.stop())
 
