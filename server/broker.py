@@ -403,9 +403,13 @@ class Broker:
         return self.security
 
     def _make_console(self) -> Console:
-        sasl = any(lst.protocol.startswith("SASL") for lst in self.config.listener_list())
+        listeners = self.config.listener_list()
+        sasl = any(lst.protocol.startswith("SASL") for lst in listeners)
+        # client certificates required on an SSL listener (Kafka's ssl.client.auth=required): clients are
+        # authenticated, so the console is too (against the same SCRAM/PLAIN users)
+        mtls = self.config.ssl_client_auth == "required" and any(lst.protocol == "SSL" for lst in listeners)
         delay = self.config.connection_failed_authentication_delay_ms
-        return Console(self, ConsoleAuth(self.security, sasl), failed_delay_ms=delay)
+        return Console(self, ConsoleAuth(self.security, sasl or mtls), failed_delay_ms=delay)
 
     def console_facts(self) -> dict[str, object]:
         """What the console's overview shows of this node that only the wiring knows (views.ConsoleSource)."""

@@ -1,7 +1,8 @@
 """Who is looking: HTTP basic credentials checked against the server's own SASL users, and what they may see.
 
-When the server authenticates Kafka clients (a SASL listener), the console asks for the same credentials: a
-PLAIN user from the JAAS config or a SCRAM user (the password is checked against the stored salted keys as a
+When the server authenticates Kafka clients (a SASL listener, or an SSL listener requiring client
+certificates), the console asks for HTTP basic credentials of the server's users: a PLAIN user from the JAAS
+config or a SCRAM user (the password is checked against the stored salted keys as a
 SCRAM exchange would: StoredKey = H(HMAC(Hi(password, salt, i), "Client Key"))). The principal is
 `User:<name>`, as on a Kafka connection, and the ACLs decide what it may DESCRIBE: groups, topics and
 transactional ids it may not describe are left out of every page, as Kafka's list APIs leave them out.
@@ -39,9 +40,10 @@ class Viewer:
 class ConsoleAuth:
     """`required` when a listener speaks SASL; `check(header)` returns the principal or None."""
 
-    def __init__(self, security: Security | None, sasl_listeners: bool) -> None:
+    def __init__(self, security: Security | None, authenticated_listeners: bool) -> None:
         self.security = security
-        self.required = security is not None and sasl_listeners
+        #: a listener authenticates its clients (SASL, or TLS client certificates): the console asks too
+        self.required = security is not None and authenticated_listeners
         self._known: dict[bytes, tuple[str, float]] = {}
 
     def check(self, authorization: str | None) -> str | None:
@@ -71,13 +73,11 @@ class ConsoleAuth:
     def _verify(self, user: str, password: str) -> bool:
         sec = self.security
         assert sec is not None
-        ok = False
-        if "PLAIN" in sec.mechanisms:
-            expected = sec.plain_users.get(user)
-            ok = expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+        expected = sec.plain_users.get(user)
+        ok = expected is not None and hmac.compare_digest(expected.encode(), password.encode())
         for mech, algo in MECHANISMS.items():
-            if ok or mech not in sec.mechanisms:
-                continue
+            if ok:
+                break
             cred = sec.scram_credential(user, mech)
             if cred is None:
                 continue

@@ -408,3 +408,35 @@ def test_a_share_group_shows_its_members_and_share_partition_state(server_factor
         assert metric(mport, "kafka_server_group_coordinator_metrics_share_group_count", state="stable") == 1
     finally:
         c.close()
+
+
+def test_with_only_client_certificate_listeners_the_console_still_asks_for_credentials(
+    tmp_path: Path,
+) -> None:
+    """An SSL listener requiring client certificates authenticates Kafka clients: the console asks for the
+    server's users too (SCRAM here), never answering anonymously."""
+    from tests.conftest import ServerProcess
+    from tests.integration.certs import make_certs
+
+    certs = make_certs(tmp_path / "certs")
+    mport, sport = free_port(), free_port()
+    srv = ServerProcess(
+        tmp_path / "data",
+        (
+            "--listeners", f"SSL://127.0.0.1:{sport}",
+            "--ssl-keystore-location", str(certs.server_keystore),
+            "--ssl-truststore-location", str(certs.ca),
+            "--ssl-client-auth", "required",
+            "--add-scram", "SCRAM-SHA-512=[name=ops,password=ops-secret]",
+            "--metrics-port", str(mport),
+        ),
+        port=sport,
+    )  # fmt: skip
+    srv.start()
+    try:
+        assert get(mport, "/ui/api/overview")[0] == 401
+        assert get(mport, "/ui/api/overview", auth=("ops", "nope"))[0] == 401
+        status, body = get(mport, "/ui/api/overview", auth=("ops", "ops-secret"))
+        assert status == 200 and body["loading"] is False
+    finally:
+        srv.kill()
