@@ -55,7 +55,7 @@ run: setup
 	$(BIN)/groupcoord serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not integration and not spark"
