@@ -75,6 +75,7 @@ class ClusterNode:
         self._loads: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.takeovers = 0  # shards loaded since start (tests, metrics)
+        self._claim: asyncpg.Connection | None = None  # holds this node id (leases.claim_node_id)
 
     # -- WriteFence (storage) and ShardRouting (handlers)
 
@@ -107,6 +108,14 @@ class ClusterNode:
     # -- life cycle
 
     async def start(self) -> None:
+        """Claim the node id (refused when a live process holds it), then take this node's share."""
+        claim = await asyncpg.connect(self.store.url)
+        try:
+            await leases.claim_node_id(claim, self.node_id)
+        except BaseException:
+            await claim.close()
+            raise
+        self._claim = claim
         async with self.store.pool.acquire() as conn:
             await leases.prepare(conn, self.shards)
         await self._tick_bounded()
@@ -205,6 +214,8 @@ class ClusterNode:
 
     async def stop(self) -> None:
         """Planned handover: drop everything, let writes finish, release the leases, leave."""
+        if self._claim is None:  # never started (a refused duplicate id): nothing here is ours to release
+            return
         self._stopping = True
         if self._task is not None:
             self._task.cancel()
@@ -221,4 +232,8 @@ class ClusterNode:
                 await leases.leave(conn, self.node_id)
         except Exception as e:
             log.warning("releasing the leases failed; they expire by themselves", error=repr(e))
+        if self._claim is not None:
+            claim, self._claim = self._claim, None
+            with contextlib.suppress(Exception):
+                await claim.close()
         log.info("cluster node stopped: shards released", shards=len(held))
