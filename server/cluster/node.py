@@ -32,6 +32,7 @@ import structlog
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.cluster import leases
 from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.postgres import PostgresStateStore
@@ -56,6 +57,7 @@ class ClusterNode:
         shards: int,
         lease_ttl_ms: int = 5000,
         now_ms: Callable[[], int],
+        partitions: PartitionLeases | None = None,
     ) -> None:
         self.node = node
         self.node_id = node.node_id
@@ -66,6 +68,8 @@ class ClusterNode:
         self.ttl_ms = lease_ttl_ms
         self.tick_s = lease_ttl_ms / 10_000
         self.now_ms = now_ms
+        #: the topic partitions this node leads (issue 27); None: the data plane is not clustered
+        self.partitions = partitions
         self.held: dict[int, int] = {}  # shard -> epoch, serving or loading
         self.loading: set[int] = set()
         self._owners: dict[int, NodeInfo] = {}
@@ -105,6 +109,10 @@ class ClusterNode:
     def live_nodes(self) -> list[NodeInfo]:
         return list(self._live)
 
+    def partition_leader(self, topic: str, partition: int) -> tuple[NodeInfo, int] | None:
+        """The partition's live leader and leader epoch (None: nobody leads it now)."""
+        return None if self.partitions is None else self.partitions.leader_of(topic, partition)
+
     # -- life cycle
 
     async def start(self) -> None:
@@ -139,6 +147,8 @@ class ClusterNode:
                 "leases not renewed in time: dropping every shard (self-fencing)", shards=sorted(self.held)
             )
             self._drop(set(self.held))
+        if self.partitions is not None:
+            self.partitions.check_valid()
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -167,6 +177,8 @@ class ClusterNode:
                 await self.runtime.quiesce()
                 await leases.release(conn, self.node_id, extra)
             self._owners = await leases.owners(conn)
+            if self.partitions is not None:
+                await self.partitions.tick(conn, started, len(self._live))
 
     def _take(self, got: dict[int, int]) -> None:
         self.held.update(got)
@@ -228,6 +240,8 @@ class ClusterNode:
         await self.runtime.quiesce()
         try:
             async with self.store.pool.acquire() as conn:
+                if self.partitions is not None:
+                    await self.partitions.stop(conn)
                 await leases.release(conn, self.node_id, held)
                 await leases.leave(conn, self.node_id)
         except Exception as e:
