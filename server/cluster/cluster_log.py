@@ -98,7 +98,7 @@ class ClusterLog(LogManager):
 
     async def open(self) -> None:
         async with self.pool.acquire() as conn:
-            await self.refresh_topics(conn)
+            await self._refresh(conn)
 
     async def close(self) -> None:
         self._closed = True
@@ -108,7 +108,12 @@ class ClusterLog(LogManager):
     # -- registry
 
     async def refresh_topics(self, conn: asyncpg.Connection) -> None:
-        """Adopt the registry as PostgreSQL has it; partitions of topics gone are dropped here."""
+        """Adopt the registry as PostgreSQL has it; partitions of topics gone are dropped here. Under the
+        registry lock: a read that began before a local creation committed must not undo it."""
+        async with self._registry_lock:
+            await self._refresh(conn)
+
+    async def _refresh(self, conn: asyncpg.Connection) -> None:
         rows = await conn.fetch("SELECT name, topic_id, partitions, configs FROM topics")
         topics = {
             r[0]: TopicInfo(r[0], r[1], r[2], tuple((str(k), str(v)) for k, v in json.loads(r[3])))
@@ -137,7 +142,7 @@ class ClusterLog(LogManager):
                         collision_key(name),
                     )
                     if made is None:  # another node made it (or a colliding name) first
-                        await self.refresh_topics(conn)
+                        await self._refresh(conn)
                     else:
                         await conn.execute(
                             "INSERT INTO partition_lease (topic, partition)"
