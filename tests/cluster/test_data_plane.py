@@ -154,6 +154,11 @@ async def test_consumers_at_different_nodes_read_the_same_records_and_they_survi
     assert sorted(v for _, _, v in seen[0]) == sorted(b"v%d" % i for i in range(30))
     assert {(p, o) for p, o, _ in seen[0]} == {(p, o) for p in range(3) for o in range(10)}
 
+    running = AIOKafkaProducer(
+        bootstrap_servers=",".join(n.bootstrap for n in nodes.values()), acks="all", enable_idempotence=True
+    )
+    await running.start()
+    await running.partitions_for("events")
     victim = before[0][0]  # the leader of partition 0 dies with everything on its disk
     nodes[victim].kill()
     survivors = [n for n in nodes if n != victim]
@@ -161,14 +166,11 @@ async def test_consumers_at_different_nodes_read_the_same_records_and_they_survi
     for p, (leader, epoch) in after.items():
         if before[p][0] == victim:
             assert leader != victim and epoch > before[p][1]  # leader epochs move forward on takeover
-    bootstrap = ",".join(nodes[n].bootstrap for n in survivors)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
-    await producer.start()
     try:
-        for i in range(30, 36):  # clients refresh their metadata and go on
-            await producer.send_and_wait("events", b"v%d" % i, partition=i % 3)
+        for i in range(30, 36):  # the running producer refreshes its metadata and goes on
+            await running.send_and_wait("events", b"v%d" % i, partition=i % 3)
     finally:
-        await producer.stop()
+        await running.stop()
     seen_after = await _consume(nodes[survivors[0]].bootstrap, "events", 3, 36)
     assert set(seen[0]) <= set(seen_after)  # every acknowledged record, at the offset it was given
     assert sorted(v for _, _, v in seen_after) == sorted(b"v%d" % i for i in range(36))
@@ -219,3 +221,41 @@ def _latest(c: RawClient, topic: str, partition: int) -> tuple[int, int]:
             lo.ListOffsetsTopic(name=topic, partitions=(lo.ListOffsetsPartition(partition_index=partition, timestamp=-1),)),)),
     ).topics[0].partitions[0]  # fmt: skip
     return r.error_code, r.offset
+
+
+async def test_two_members_of_one_group_bootstrapped_at_different_nodes_share_one_copy_of_the_data(
+    server_factory, pg_url: str
+) -> None:
+    """The issue's complaint: members bootstrapped at different nodes read different data. Now the group's
+    members together read each produced record exactly once, whichever node each one knows."""
+    nodes = start_nodes(server_factory, pg_url, 3, "--topic", "work:4")
+    await wait_partitions_spread(pg_url, "work", 4, list(nodes))
+    producer = AIOKafkaProducer(bootstrap_servers=nodes[1].bootstrap, acks="all")
+    await producer.start()
+    try:
+        for i in range(40):
+            await producer.send_and_wait("work", b"w%d" % i, partition=i % 4)
+    finally:
+        await producer.stop()
+    members = [
+        AIOKafkaConsumer(
+            "work", bootstrap_servers=nodes[n].bootstrap, group_id="shared", auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+        for n in (2, 3)
+    ]  # fmt: skip
+    for m in members:
+        await m.start()
+    try:
+        seen: list[list[tuple[int, int, bytes]]] = [[], []]
+        deadline = time.monotonic() + 60
+        while sum(map(len, seen)) < 40 or not all(m.assignment() for m in members):
+            assert time.monotonic() < deadline, f"read {[len(x) for x in seen]} of 40"
+            for i, m in enumerate(members):
+                for tp, records in (await m.getmany(timeout_ms=200)).items():
+                    seen[i] += [(tp.partition, r.offset, r.value) for r in records]
+        assert not members[0].assignment() & members[1].assignment()
+        values = sorted(v for part in seen for _, _, v in part)
+        assert values == sorted(b"w%d" % i for i in range(40))  # each record once: one copy of the data
+    finally:
+        await asyncio.gather(*(m.stop() for m in members))
