@@ -259,3 +259,71 @@ async def test_two_members_of_one_group_bootstrapped_at_different_nodes_share_on
         assert values == sorted(b"w%d" % i for i in range(40))  # each record once: one copy of the data
     finally:
         await asyncio.gather(*(m.stop() for m in members))
+
+
+def _delete_records(c: RawClient, topic: str, partition: int, offset: int) -> tuple[int, int]:
+    r = c.request(
+        21, 1,
+        dr.DeleteRecordsRequest(timeout_ms=5000, topics=(
+            dr.DeleteRecordsTopic(name=topic, partitions=(dr.DeleteRecordsPartition(partition_index=partition, offset=offset),)),)),
+    ).topics[0].partitions[0]  # fmt: skip
+    return r.error_code, r.low_watermark
+
+
+def _earliest(c: RawClient, topic: str, partition: int) -> tuple[int, int]:
+    r = c.request(
+        2, 5,
+        lo.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(
+            lo.ListOffsetsTopic(name=topic, partitions=(lo.ListOffsetsPartition(partition_index=partition, timestamp=-2),)),)),
+    ).topics[0].partitions[0]  # fmt: skip
+    return r.error_code, r.offset
+
+
+async def test_delete_records_and_topic_deletion_hold_across_nodes(server_factory, pg_url: str) -> None:
+    """DeleteRecords is durable in PostgreSQL: the next leader starts the log where it was cut; a topic
+    deleted at one node is gone from every node's Metadata and from the database."""
+    nodes = start_nodes(server_factory, pg_url, 2, "--topic", "cut:1")
+    leases = await wait_partitions_spread(pg_url, "cut", 1, list(nodes))
+    leader = leases[0][0]
+    c = RawClient(nodes[leader].host, nodes[leader].port)
+    try:
+        for _ in range(4):
+            produced_ok(c, "cut", 0, make_batch(2))
+        assert _delete_records(c, "cut", 0, 5) == (ErrorCode.NONE, 5)
+        assert _delete_records(c, "cut", 0, -1) == (ErrorCode.NONE, 8)  # up to the high watermark
+    finally:
+        c.close()
+    assert await stored_batches(pg_url, "cut", 0) == [(6, 7)]  # the last batch stays: it holds the log end
+    nodes[leader].kill()
+    other = next(n for n in nodes if n != leader)
+    await wait_partitions_spread(pg_url, "cut", 1, [other], timeout=60)
+    c = RawClient(nodes[other].host, nodes[other].port)
+    try:
+        wait_for_sync(lambda: _earliest(c, "cut", 0) == (ErrorCode.NONE, 8), 30, "the new leader's log start")
+        assert _latest(c, "cut", 0) == (ErrorCode.NONE, 8)
+        assert produced_ok(c, "cut", 0, make_batch(1)) == 8
+    finally:
+        c.close()
+
+    from groupcoord.protocol.messages import delete_topics as dt
+
+    third = server_factory("--cluster", pg_url, "--node-id", "3")
+    c = RawClient(nodes[other].host, nodes[other].port)
+    c3 = RawClient(third.host, third.port)
+    try:
+        wait_for_sync(lambda: 0 in metadata_leaders(c3, "cut"), 30, "node 3 to know the topic")
+        deleted = c.request(20, 4, dt.DeleteTopicsRequest(topic_names=("cut",), timeout_ms=5000))
+        assert deleted.responses[0].error_code == ErrorCode.NONE
+        wait_for_sync(
+            lambda: _topic_error(c3, "cut") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 30, "node 3 to forget it"
+        )
+    finally:
+        c.close()
+        c3.close()
+    assert await stored_batches(pg_url, "cut", 0) == []
+    assert await partition_leases(pg_url, "cut") == {}
+
+
+def _topic_error(c: RawClient, topic: str) -> int:
+    request = MetadataRequest(topics=(MetadataRequestTopic(name=topic),), allow_auto_topic_creation=False)
+    return c.request(3, 9, request).topics[0].error_code
