@@ -87,6 +87,8 @@ class ClusterLog(LogManager):
         self.node_id = node_id
         self.epochs: dict[Key, int] = {}  # led and loaded partitions -> leader epoch
         self._locks: dict[Key, asyncio.Lock] = {}
+        #: (log start, log end) of every partition as PostgreSQL held it at the last `refresh_ends`
+        self._ends: dict[Key, tuple[int, int]] = {}
         #: told when a write finds the lease gone (or in doubt): the lease side stops holding the partition
         self.on_lost: Callable[[Key], None] = lambda key: None
 
@@ -200,6 +202,21 @@ class ClusterLog(LogManager):
             self._configs.pop(name, None)
             for key in [k for k in self._logs if k[0] == name]:
                 self.drop_partition(key)
+
+    async def refresh_ends(self, conn: asyncpg.Connection) -> None:
+        """Read every partition's log start and end (one index probe each) for `watermarks`: a node
+        coordinates groups whose partitions other nodes lead, and reports their lag (issue 27 item 4)."""
+        rows = await conn.fetch(
+            "SELECT l.topic, l.partition, l.log_start_offset, coalesce((SELECT b.last_offset + 1"
+            "   FROM record_batches b WHERE b.topic = l.topic AND b.partition = l.partition"
+            "   ORDER BY b.base_offset DESC LIMIT 1), 0)"
+            " FROM partition_lease l"
+        )
+        self._ends = {(r[0], r[1]): (min(r[2], r[3]), r[3]) for r in rows}
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """Exact for the partitions led here; for the others as of the last `refresh_ends` (a lease tick)."""
+        return super().watermarks(topic, partition) or self._ends.get((topic, partition))
 
     # -- leadership (server/cluster/partitions.py drives these)
 

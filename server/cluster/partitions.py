@@ -30,6 +30,8 @@ log = structlog.get_logger("groupcoord.cluster")
 
 #: the share of the lease this node trusts its own clock for (as for shards, node.py)
 TRUST = 0.9
+#: the log ends of partitions led elsewhere (lag metrics) are re-read every this many ticks (2 s by default)
+ENDS_EVERY = 4
 
 
 async def renew(conn: asyncpg.Connection, node_id: int, held: dict[Key, int], ttl_ms: int) -> dict[Key, int]:
@@ -106,6 +108,7 @@ class PartitionLeases:
         self._valid_until = 0.0
         self._loads: set[asyncio.Task[None]] = set()
         self.takeovers = 0  # partitions loaded since start (tests, metrics)
+        self._ticks = 0
         logs.on_lost = self._lost
 
     def _valid(self) -> bool:
@@ -154,6 +157,9 @@ class PartitionLeases:
             self._drop(set(extra))
             await release(conn, self.node.node_id, extra)
         self._leaders = await leaders(conn)
+        self._ticks += 1
+        if self._ticks % ENDS_EVERY == 1:
+            await self.logs.refresh_ends(conn)
 
     def check_valid(self) -> None:
         """Self-fencing: past the trusted share of the lease, stop leading everything at once."""

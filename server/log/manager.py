@@ -201,6 +201,12 @@ class LogManager:
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(log start offset, high watermark) of a partition for metrics and views; None if unknown here.
+        Cluster mode answers it for partitions other nodes lead too (server/cluster/cluster_log.py)."""
+        plog = self._logs.get((topic, partition))
+        return None if plog is None else (plog.log_start_offset, plog.high_watermark)
+
     def validate_new_topic(self, name: str, partitions: int) -> None:
         """The checks of `create_topic` without creating (CreateTopics validateOnly)."""
         validate_topic_name(name)

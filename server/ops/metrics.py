@@ -333,13 +333,13 @@ class StateCollector(Collector):
             for name, info in sorted(logs.topics().items()):
                 parts.add_metric((name,), info.partitions)
                 for p in range(info.partitions):
-                    plog = logs.partition(name, p)
-                    if plog is None:
+                    marks = logs.watermarks(name, p)
+                    if marks is None:
                         continue
-                    hw = plog.high_watermark
+                    start, hw = marks
                     end[(name, p)] = hw
                     cur.add_metric((name, str(p)), hw)
-                    old.add_metric((name, str(p)), plog.log_start_offset)
+                    old.add_metric((name, str(p)), start)
         yield parts
         yield cur
         yield old
