@@ -336,9 +336,15 @@ class Broker:
             shards=cfg.offsets_topic_num_partitions,
             lease_ttl_ms=cfg.cluster_lease_ttl_ms,
             now_ms=self.clock.now_ms,
-            partitions=PartitionLeases(node=node, logs=self.logs, lease_ttl_ms=cfg.cluster_lease_ttl_ms)
+            partitions=PartitionLeases(
+                node=node,
+                logs=self.logs,
+                lease_ttl_ms=cfg.cluster_lease_ttl_ms,
+                handover_per_tick=cfg.cluster_handover_per_tick,
+            )
             if isinstance(self.logs, ClusterLog)
             else None,
+            handover_per_tick=cfg.cluster_handover_per_tick,
         )
         self.store.fence = self.cluster
         await self.cluster.start()

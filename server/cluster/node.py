@@ -7,7 +7,9 @@ Every `tick` (ttl/10, 500 ms by default) one connection of the store's pool:
 3. counts the live nodes and aims at `ceil(shards / live)` shards: takes released or expired ones when it has
    fewer (each taken shard is LOADING until its groups and offsets are replayed, members' session timers
    re-armed at now + session timeout, so Stable groups stay Stable at the same generation), and releases its
-   highest-numbered ones when it has more (a planned handover: a node joining gets its share within a tick),
+   highest-numbered ones when it has more, at most `handover_per_tick` per tick (a planned handover at a
+   measured pace: a node joining or restarting gets its share over a few ticks, each moved shard's groups
+   answering NOT_COORDINATOR once rather than all at once),
 4. refreshes the shard -> owner map FindCoordinator answers from.
 
 Self-fencing: a lease renewed by a statement sent at local time t expires no earlier than t + ttl on the
@@ -58,6 +60,7 @@ class ClusterNode:
         lease_ttl_ms: int = 5000,
         now_ms: Callable[[], int],
         partitions: PartitionLeases | None = None,
+        handover_per_tick: int = 10,
     ) -> None:
         self.node = node
         self.node_id = node.node_id
@@ -70,6 +73,8 @@ class ClusterNode:
         self.now_ms = now_ms
         #: the topic partitions this node leads (issue 27); None: the data plane is not clustered
         self.partitions = partitions
+        #: the pace of planned moves: at most this many shards handed back per tick
+        self.handover_per_tick = handover_per_tick
         self.held: dict[int, int] = {}  # shard -> epoch, serving or loading
         self.loading: set[int] = set()
         self._owners: dict[int, NodeInfo] = {}
@@ -171,7 +176,8 @@ class ClusterNode:
                         self._valid_until = started + TRUST * self.ttl_ms / 1000
                     self._take(got)
             elif len(self.held) > target and not self.loading:
-                extra = dict(sorted(self.held.items())[target:])
+                ranked = sorted(self.held.items())  # the highest-numbered go first, a few per tick
+                extra = dict(ranked[max(target, len(ranked) - self.handover_per_tick) :])
                 log.info("handing shards over to newer nodes", shards=sorted(extra))
                 self._drop(set(extra))
                 await self.runtime.quiesce()

@@ -98,10 +98,13 @@ async def leaders(conn: asyncpg.Connection) -> dict[Key, tuple[NodeInfo, int]]:
 class PartitionLeases:
     """This node's led partitions: leases, loading, self-fencing, and the leader map for Metadata."""
 
-    def __init__(self, *, node: NodeInfo, logs: ClusterLog, lease_ttl_ms: int) -> None:
+    def __init__(
+        self, *, node: NodeInfo, logs: ClusterLog, lease_ttl_ms: int, handover_per_tick: int = 10
+    ) -> None:
         self.node = node
         self.logs = logs
         self.ttl_ms = lease_ttl_ms
+        self.handover_per_tick = handover_per_tick
         self.held: dict[Key, int] = {}  # partition -> leader epoch, serving or loading
         self._given_up: dict[Key, int] = {}  # released at the next tick (a write found the lease in doubt)
         self._leaders: dict[Key, tuple[NodeInfo, int]] = {}
@@ -152,7 +155,8 @@ class PartitionLeases:
                 self._loads.add(task)
                 task.add_done_callback(self._loads.discard)
         elif len(self.held) > target:
-            extra = dict(sorted(self.held.items())[target:])
+            ranked = sorted(self.held.items())  # the last ones go first, a few per tick (a measured pace)
+            extra = dict(ranked[max(target, len(ranked) - self.handover_per_tick) :])
             log.info("handing partitions over to newer nodes", partitions=sorted(extra))
             self._drop(set(extra))
             await release(conn, self.node.node_id, extra)
