@@ -9,9 +9,10 @@ every append is fenced in the database by owner and epoch (cluster_log.py), so a
 partitioned, slow — can never append.
 
 Each tick of `ClusterNode` (ttl/10) runs `tick`: renew, release what a failed write gave up, aim at
-`ceil(partitions / live nodes)` (take free or expired ones, hand the highest ones back when above it), load
-newly taken partitions from PostgreSQL in the background (NOT_LEADER_OR_FOLLOWER meanwhile), refresh the
-leader map Metadata answers from and the topic registry.
+`ceil(partitions / live nodes)` (take free or expired ones; above it, hand the last ones back, at most
+`handover_per_tick` a tick: a measured pace), load newly taken partitions from PostgreSQL in the background
+(NOT_LEADER_OR_FOLLOWER meanwhile), refresh the leader map Metadata answers from and the topic registry,
+and every `ENDS_EVERY` ticks the log ends of all partitions (lag metrics of partitions led elsewhere).
 """
 
 from __future__ import annotations
