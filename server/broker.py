@@ -180,9 +180,7 @@ class Broker:
             cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
         )
         if cfg.cluster:  # topic data in PostgreSQL, one leader per partition (server/cluster/cluster_log.py)
-            store = self.store
-            assert isinstance(store, PostgresStateStore)
-            self.logs = ClusterLog(lambda: store.pool, cfg.node_id)
+            self.logs = ClusterLog(cfg.cluster, cfg.node_id)
         else:
             self.logs = LogManager(
                 None if memory else cfg.data_dir,

@@ -45,6 +45,8 @@ from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult
 from groupcoord.server.log.partition import PartitionLog
 from groupcoord.server.log.topics import TopicInfo, collision_key, new_topic_id
+from groupcoord.server.storage.base import StorageError
+from groupcoord.server.storage.postgres import redact
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +83,11 @@ class PartitionFenced(Exception):
 class ClusterLog(LogManager):
     """The handlers' `LogManager` in cluster mode; see the module docstring."""
 
-    def __init__(self, pool: Callable[[], asyncpg.Pool], node_id: int) -> None:
+    def __init__(self, url: str, node_id: int, *, pool_size: int = 8) -> None:
         super().__init__(None, storage="memory", maintenance=MaintenanceConfig(cleaner_enable=False))
-        self._pool = pool
+        self.url = url
+        self.pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
         self.node_id = node_id
         self.epochs: dict[Key, int] = {}  # led and loaded partitions -> leader epoch
         self._locks: dict[Key, asyncio.Lock] = {}
@@ -94,18 +98,34 @@ class ClusterLog(LogManager):
 
     @property
     def pool(self) -> asyncpg.Pool:
-        return self._pool()
+        """Its own pool, apart from the state store's: produce traffic on many partitions must never keep the
+        lease ticks (which renew on the store's pool) or the group writes waiting for a connection."""
+        if self._pool is None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, "the cluster log is not open")
+        return self._pool
 
     # -- life cycle: no files, no flusher, no retention pass (the records are in PostgreSQL)
 
     async def open(self) -> None:
-        async with self.pool.acquire() as conn:
-            await self._refresh(conn)
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=1, max_size=self.pool_size, command_timeout=30
+            )
+            async with self.pool.acquire() as conn:
+                await self._refresh(conn)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            if self._pool is not None:
+                await self._pool.close()
+                self._pool = None
+            raise StorageError(f"cannot open the cluster's topic data in {redact(self.url)}: {e}") from e
 
     async def close(self) -> None:
         self._closed = True
         for key in list(self._logs):
             self.drop_partition(key)
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
 
     # -- registry
 
