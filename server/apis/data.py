@@ -15,8 +15,9 @@ Version notes:
   (-3, v7) and by timestamp.
 - InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id goes to the
   transaction coordinator (epoch bump, fencing; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4).
-- OffsetForLeaderEpoch 0-4: the partition's leader epoch (0 on a single node, the lease epoch in cluster
-  mode) and the log end; NOT_LEADER_OR_FOLLOWER for a partition another node leads.
+- OffsetForLeaderEpoch 0-4: on a single node one leader epoch (0) whose end offset is the log end; in
+  cluster mode the requested epoch looked up in the partition's epoch history (Kafka's
+  `LeaderEpochFileCache.endOffsetFor`); NOT_LEADER_OR_FOLLOWER for a partition another node leads.
 """
 
 from __future__ import annotations
@@ -269,13 +270,9 @@ def offset_for_leader_epoch(
                 )
                 parts.append(ol.EpochEndOffset(error_code=code, partition=p.partition))
             else:
+                epoch, end = logs.epoch_end_offset(t.topic, p.partition, p.leader_epoch)
                 parts.append(
-                    ol.EpochEndOffset(
-                        error_code=0,
-                        partition=p.partition,
-                        leader_epoch=plog.leader_epoch,
-                        end_offset=plog.log_end_offset,
-                    )
+                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=epoch, end_offset=end)
                 )
         topics.append(ol.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
     return ol.OffsetForLeaderEpochResponse(topics=tuple(topics))

@@ -91,6 +91,8 @@ class ClusterLog(LogManager):
         self.node_id = node_id
         self.epochs: dict[Key, int] = {}  # led and loaded partitions -> leader epoch
         self._locks: dict[Key, asyncio.Lock] = {}
+        #: led partitions -> their leader epoch history [(epoch, start offset)], oldest first
+        self._epoch_starts: dict[Key, list[tuple[int, int]]] = {}
         #: (log start, log end) of every partition as PostgreSQL held it at the last `refresh_ends`
         self._ends: dict[Key, tuple[int, int]] = {}
         #: told when a write finds the lease gone (or in doubt): the lease side stops holding the partition
@@ -265,14 +267,38 @@ class ClusterLog(LogManager):
         return plog
 
     def install(self, key: Key, epoch: int, plog: PartitionLog) -> None:
-        """Serve `key` from `plog` as its leader at `epoch`."""
+        """Serve `key` from `plog` as its leader at `epoch`; its epoch history is read off the batches'
+        partitionLeaderEpoch and ends with `epoch` starting at the log end, as Kafka's leader epoch cache."""
+        starts: list[tuple[int, int]] = []
+        for h in plog.iter_headers(plog.log_start_offset):
+            if not starts or h.partition_leader_epoch > starts[-1][0]:
+                starts.append((h.partition_leader_epoch, h.base_offset))
+        if not starts or epoch > starts[-1][0]:
+            starts.append((epoch, plog.log_end_offset))
+        self._epoch_starts[key] = starts
         self._logs[key] = plog
         self.epochs[key] = epoch
+
+    def epoch_end_offset(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
+        """Kafka's `LeaderEpochFileCache.endOffsetFor`: the latest epoch ends at the log end; an older one at
+        the start of the next; an unknown newer one, or -1, is (-1, -1)."""
+        plog = self._logs[(topic, partition)]
+        starts = self._epoch_starts.get((topic, partition), [(plog.leader_epoch, 0)])
+        if epoch < 0:
+            return -1, -1
+        if epoch == starts[-1][0]:
+            return epoch, plog.log_end_offset
+        higher = next((s for s in starts if s[0] > epoch), None)
+        if higher is None:
+            return -1, -1
+        floor = [s for s in starts if s[0] <= epoch]
+        return (floor[-1][0] if floor else epoch), higher[1]
 
     def drop_partition(self, key: Key) -> None:
         """Stop serving `key`: requests answer NOT_LEADER_OR_FOLLOWER, waiting fetches wake to say so."""
         plog = self._logs.pop(key, None)
         self.epochs.pop(key, None)
+        self._epoch_starts.pop(key, None)
         if plog is not None:
             self._wake(plog)
 

@@ -67,6 +67,11 @@ async def test_a_deposed_leader_cannot_append_and_its_successor_can(
     assert [o for o, _, _ in decode(data)] == [0, 1, 2, 3, 4]
     assert b.partition("fenced", 0).leader_epoch == second
     assert await stored_batches(pg_url, "fenced", 0) == [(0, 1), (2, 4)]
+    # OffsetForLeaderEpoch as Kafka's leader epoch cache answers it: the old epoch ends where the new began
+    assert b.epoch_end_offset("fenced", 0, first) == (first, 2)
+    assert b.epoch_end_offset("fenced", 0, second) == (second, 5)
+    assert b.epoch_end_offset("fenced", 0, second + 1) == (-1, -1)
+    assert b.epoch_end_offset("fenced", 0, first - 1) == (first - 1, 0)
 
 
 async def test_idempotent_producer_state_survives_the_takeover(logs: tuple[ClusterLog, ClusterLog]) -> None:
