@@ -33,8 +33,10 @@ from groupcoord.server.apis import (
     share_groups,
     txn,
 )
+from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.node import ClusterNode
+from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.console import Console
@@ -206,12 +208,15 @@ class Broker:
             cleaner_enable=cfg.log_cleaner_enable,
             cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
         )
-        self.logs = LogManager(
-            None if memory else cfg.data_dir,
-            storage="memory" if memory else "disk",
-            flush=flush,
-            maintenance=maintenance,
-        )
+        if cfg.cluster:  # topic data in PostgreSQL, one leader per partition (server/cluster/cluster_log.py)
+            self.logs = ClusterLog(cfg.cluster, cfg.node_id)
+        else:
+            self.logs = LogManager(
+                None if memory else cfg.data_dir,
+                storage="memory" if memory else "disk",
+                flush=flush,
+                maintenance=maintenance,
+            )
         await self.logs.open()
         self.topics = Topics(self.logs, cfg.offsets_topic_num_partitions, cfg.cluster_id)
         self.configs = ConfigManager(
@@ -359,14 +364,24 @@ class Broker:
         self.share.ready.set()  # share-partition state is not kept in PostgreSQL yet (docs/share-groups.md)
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
+        node = NodeInfo(cfg.node_id, self.listeners[0].advertised_host, self.listeners[0].advertised_port)
         self.cluster = ClusterNode(
-            node=NodeInfo(cfg.node_id, self.listeners[0].advertised_host, self.listeners[0].advertised_port),
+            node=node,
             store=self.store,
             machine=self.machine,
             runtime=self.runtime,
             shards=cfg.offsets_topic_num_partitions,
             lease_ttl_ms=cfg.cluster_lease_ttl_ms,
             now_ms=self.clock.now_ms,
+            partitions=PartitionLeases(
+                node=node,
+                logs=self.logs,
+                lease_ttl_ms=cfg.cluster_lease_ttl_ms,
+                handover_per_tick=cfg.cluster_handover_per_tick,
+            )
+            if isinstance(self.logs, ClusterLog)
+            else None,
+            handover_per_tick=cfg.cluster_handover_per_tick,
         )
         self.store.fence = self.cluster
         await self.cluster.start()

@@ -92,6 +92,7 @@ class ServerConfig:
     storage: str = "disk"
     cluster: str = ""  # postgresql:// URL: cluster mode (server/cluster), groups sharded over the nodes
     cluster_lease_ttl_ms: int = 5000
+    cluster_handover_per_tick: int = 10  # shards (and partitions) a node hands back per lease tick
     log_flush: str = "acks-all"
     journal: bool = True
     journal_max_bytes: int = 64 * 1024 * 1024
@@ -468,6 +469,12 @@ _OPTIONS: list[tuple[str, object, str]] = [
         "failover takes about this long (default 5000)",
     ),
     (
+        "--cluster-handover-per-tick",
+        int,
+        "cluster mode: the most shards, and the most partitions, a node above its share hands back per lease "
+        "tick (ttl/10), so a node that joins or restarts gets its share at a measured pace (default 10)",
+    ),
+    (
         "--log-flush",
         str,
         "acks-all (default: fsync the topic log before acknowledging acks=all writes) or never (leave it to the "
@@ -640,6 +647,8 @@ def _validate(cfg: ServerConfig) -> None:
         )
     if cfg.cluster_lease_ttl_ms < 1000:
         problems.append("--cluster-lease-ttl-ms must be at least 1000")
+    if cfg.cluster_handover_per_tick < 1:
+        problems.append("--cluster-handover-per-tick must be at least 1")
     if cfg.log_flush not in ("acks-all", "never"):
         problems.append("--log-flush must be acks-all or never")
     if cfg.log_format not in ("console", "json"):

@@ -103,6 +103,10 @@ class ShardRouting(Protocol):
 
     def live_nodes(self) -> Sequence[NodeAddress]: ...
 
+    def partition_leader(self, topic: str, partition: int) -> tuple[NodeAddress, int] | None:
+        """The topic partition's live leader and leader epoch; None while no live node leads it."""
+        ...
+
 
 @runtime_checkable
 class TxnServices(Protocol):

@@ -55,6 +55,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
         "server.coordinator",
         "server.runtime",
         "server.storage",
+        "server.log",
         "protocol",
     ),
     "server.topic_view": ("server.topic_view", "server.log"),

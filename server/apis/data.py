@@ -15,7 +15,9 @@ Version notes:
   (-3, v7) and by timestamp.
 - InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id goes to the
   transaction coordinator (epoch bump, fencing; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4).
-- OffsetForLeaderEpoch 0-4: one leader epoch (0) whose end offset is the log end.
+- OffsetForLeaderEpoch 0-4: on a single node one leader epoch (0) whose end offset is the log end; in
+  cluster mode the requested epoch looked up in the partition's epoch history (Kafka's
+  `LeaderEpochFileCache.endOffsetFor`); NOT_LEADER_OR_FOLLOWER for a partition another node leads.
 """
 
 from __future__ import annotations
@@ -201,11 +203,19 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
                     error_code=r.error,
                     timestamp=r.timestamp,
                     offset=r.offset,
-                    leader_epoch=0 if ctx.version >= 4 and r.error == 0 and r.offset >= 0 else -1,
+                    leader_epoch=_epoch(ctx, t.name, p.partition_index)
+                    if ctx.version >= 4 and r.error == 0 and r.offset >= 0
+                    else -1,
                 )
             )
         topics.append(lo.ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
     return lo.ListOffsetsResponse(topics=tuple(topics))
+
+
+def _epoch(ctx: RequestContext, topic: str, partition: int) -> int:
+    """The partition's leader epoch here (0 on a single node; the lease epoch in cluster mode)."""
+    plog = ctx.services.logs.partition(topic, partition)
+    return plog.leader_epoch if plog is not None else 0
 
 
 def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
@@ -252,15 +262,17 @@ def offset_for_leader_epoch(
                 parts.append(
                     ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=0)
                 )
-            elif plog is None:
-                parts.append(
-                    ol.EpochEndOffset(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, partition=p.partition)
+            elif plog is None:  # known but not here: cluster mode's partition led by another node
+                code = (
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    if ctx.services.topics.has_partition(t.topic, p.partition)
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 )
+                parts.append(ol.EpochEndOffset(error_code=code, partition=p.partition))
             else:
+                epoch, end = logs.epoch_end_offset(t.topic, p.partition, p.leader_epoch)
                 parts.append(
-                    ol.EpochEndOffset(
-                        error_code=0, partition=p.partition, leader_epoch=0, end_offset=plog.log_end_offset
-                    )
+                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=epoch, end_offset=end)
                 )
         topics.append(ol.OffsetForLeaderTopicResult(topic=t.topic, partitions=tuple(parts)))
     return ol.OffsetForLeaderEpochResponse(topics=tuple(topics))

@@ -94,20 +94,42 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
     node = ctx.services.config.node_id
     if info is None:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-    parts = tuple(
-        MetadataResponsePartition(
-            error_code=0,
-            partition_index=p,
-            leader_id=node,
-            leader_epoch=0,
-            replica_nodes=(node,),
-            isr_nodes=(node,),
+    routing = ctx.services.routing
+    if routing is not None and not topics.is_internal(name):  # cluster mode: each partition's lease holder
+        parts = tuple(_led_partition(routing.partition_leader(name, p), p) for p in range(info.partitions))
+    else:
+        parts = tuple(
+            MetadataResponsePartition(
+                error_code=0,
+                partition_index=p,
+                leader_id=node,
+                leader_epoch=0,
+                replica_nodes=(node,),
+                isr_nodes=(node,),
+            )
+            for p in range(info.partitions)
         )
-        for p in range(info.partitions)
-    )
     topic_id = info.topic_id if ctx.version >= 10 else ZERO_UUID
     return MetadataResponseTopic(
         error_code=0, name=name, topic_id=topic_id, is_internal=topics.is_internal(name), partitions=parts
+    )
+
+
+def _led_partition(leader: tuple[Any, int] | None, p: int) -> MetadataResponsePartition:
+    """A partition as cluster mode answers it: its lease holder and leader epoch, or LEADER_NOT_AVAILABLE
+    (leader -1) while no live node holds its lease (a failover within the lease TTL); clients retry."""
+    if leader is None:
+        return MetadataResponsePartition(
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=p, leader_id=-1, leader_epoch=-1
+        )
+    node, epoch = leader
+    return MetadataResponsePartition(
+        error_code=0,
+        partition_index=p,
+        leader_id=node.node_id,
+        leader_epoch=epoch,
+        replica_nodes=(node.node_id,),
+        isr_nodes=(node.node_id,),
     )
 
 

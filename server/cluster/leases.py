@@ -16,6 +16,13 @@ from dataclasses import dataclass
 
 import asyncpg
 
+#: the advisory-lock class of node ids (`pg_try_advisory_lock(NODE_LOCK, node_id)`); "gcnd"
+NODE_LOCK = 0x67636E64
+
+
+class NodeIdInUse(RuntimeError):
+    """Another live process holds this node id (Kafka refuses a duplicate broker id the same way)."""
+
 
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
@@ -36,6 +43,22 @@ async def prepare(conn: asyncpg.Connection, shards: int) -> None:
             f"the cluster database has {count} shards but this node was started with {shards}"
             " (--offsets-topic-num-partitions must be the same on every node, fixed at cluster creation)"
         )
+
+
+async def claim_node_id(conn: asyncpg.Connection, node_id: int) -> None:
+    """Hold `node_id` for the life of `conn` (a session advisory lock), or raise `NodeIdInUse`.
+
+    Why a lock and not `nodes.last_seen`: the lock belongs to the holder's connection, so it is released
+    the moment that process dies (kill -9 closes its sockets) and a restarted node is never refused, while
+    a live one — even one paused by SIGSTOP, whose connection stays open — always refuses a twin."""
+    if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", NODE_LOCK, node_id):
+        return
+    row = await conn.fetchrow("SELECT host, port, last_seen FROM nodes WHERE node_id = $1", node_id)
+    where = f" (registered at {row[0]}:{row[1]}, last seen {row[2]:%Y-%m-%d %H:%M:%S %Z})" if row else ""
+    raise NodeIdInUse(
+        f"node id {node_id} is already in use by a live node of this cluster{where}: every node needs its"
+        " own --node-id; stop the other process first (its id is freed the moment it exits)"
+    )
 
 
 async def heartbeat_node(conn: asyncpg.Connection, node: NodeInfo) -> None:

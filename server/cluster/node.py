@@ -7,7 +7,9 @@ Every `tick` (ttl/10, 500 ms by default) one connection of the store's pool:
 3. counts the live nodes and aims at `ceil(shards / live)` shards: takes released or expired ones when it has
    fewer (each taken shard is LOADING until its groups and offsets are replayed, members' session timers
    re-armed at now + session timeout, so Stable groups stay Stable at the same generation), and releases its
-   highest-numbered ones when it has more (a planned handover: a node joining gets its share within a tick),
+   highest-numbered ones when it has more, at most `handover_per_tick` per tick (a planned handover at a
+   measured pace: a node joining or restarting gets its share over a few ticks, each moved shard's groups
+   answering NOT_COORDINATOR once rather than all at once),
 4. refreshes the shard -> owner map FindCoordinator answers from.
 
 Self-fencing: a lease renewed by a statement sent at local time t expires no earlier than t + ttl on the
@@ -32,6 +34,7 @@ import structlog
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.cluster import leases
 from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.postgres import PostgresStateStore
@@ -56,6 +59,8 @@ class ClusterNode:
         shards: int,
         lease_ttl_ms: int = 5000,
         now_ms: Callable[[], int],
+        partitions: PartitionLeases | None = None,
+        handover_per_tick: int = 10,
     ) -> None:
         self.node = node
         self.node_id = node.node_id
@@ -66,6 +71,10 @@ class ClusterNode:
         self.ttl_ms = lease_ttl_ms
         self.tick_s = lease_ttl_ms / 10_000
         self.now_ms = now_ms
+        #: the topic partitions this node leads (issue 27); None: the data plane is not clustered
+        self.partitions = partitions
+        #: the pace of planned moves: at most this many shards handed back per tick
+        self.handover_per_tick = handover_per_tick
         self.held: dict[int, int] = {}  # shard -> epoch, serving or loading
         self.loading: set[int] = set()
         self._owners: dict[int, NodeInfo] = {}
@@ -75,6 +84,7 @@ class ClusterNode:
         self._loads: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.takeovers = 0  # shards loaded since start (tests, metrics)
+        self._claim: asyncpg.Connection | None = None  # holds this node id (leases.claim_node_id)
 
     # -- WriteFence (storage) and ShardRouting (handlers)
 
@@ -104,9 +114,21 @@ class ClusterNode:
     def live_nodes(self) -> list[NodeInfo]:
         return list(self._live)
 
+    def partition_leader(self, topic: str, partition: int) -> tuple[NodeInfo, int] | None:
+        """The partition's live leader and leader epoch (None: nobody leads it now)."""
+        return None if self.partitions is None else self.partitions.leader_of(topic, partition)
+
     # -- life cycle
 
     async def start(self) -> None:
+        """Claim the node id (refused when a live process holds it), then take this node's share."""
+        claim = await asyncpg.connect(self.store.url)
+        try:
+            await leases.claim_node_id(claim, self.node_id)
+        except BaseException:
+            await claim.close()
+            raise
+        self._claim = claim
         async with self.store.pool.acquire() as conn:
             await leases.prepare(conn, self.shards)
         await self._tick_bounded()
@@ -130,6 +152,8 @@ class ClusterNode:
                 "leases not renewed in time: dropping every shard (self-fencing)", shards=sorted(self.held)
             )
             self._drop(set(self.held))
+        if self.partitions is not None:
+            self.partitions.check_valid()
 
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
@@ -152,12 +176,15 @@ class ClusterNode:
                         self._valid_until = started + TRUST * self.ttl_ms / 1000
                     self._take(got)
             elif len(self.held) > target and not self.loading:
-                extra = dict(sorted(self.held.items())[target:])
+                ranked = sorted(self.held.items())  # the highest-numbered go first, a few per tick
+                extra = dict(ranked[max(target, len(ranked) - self.handover_per_tick) :])
                 log.info("handing shards over to newer nodes", shards=sorted(extra))
                 self._drop(set(extra))
                 await self.runtime.quiesce()
                 await leases.release(conn, self.node_id, extra)
             self._owners = await leases.owners(conn)
+            if self.partitions is not None:
+                await self.partitions.tick(conn, started, len(self._live))
 
     def _take(self, got: dict[int, int]) -> None:
         self.held.update(got)
@@ -205,6 +232,8 @@ class ClusterNode:
 
     async def stop(self) -> None:
         """Planned handover: drop everything, let writes finish, release the leases, leave."""
+        if self._claim is None:  # never started (a refused duplicate id): nothing here is ours to release
+            return
         self._stopping = True
         if self._task is not None:
             self._task.cancel()
@@ -217,8 +246,14 @@ class ClusterNode:
         await self.runtime.quiesce()
         try:
             async with self.store.pool.acquire() as conn:
+                if self.partitions is not None:
+                    await self.partitions.stop(conn)
                 await leases.release(conn, self.node_id, held)
                 await leases.leave(conn, self.node_id)
         except Exception as e:
             log.warning("releasing the leases failed; they expire by themselves", error=repr(e))
+        if self._claim is not None:
+            claim, self._claim = self._claim, None
+            with contextlib.suppress(Exception):
+                await claim.close()
         log.info("cluster node stopped: shards released", shards=len(held))

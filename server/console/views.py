@@ -100,8 +100,8 @@ def _subscribed(m: Member, protocol: str | None) -> list[str]:
 
 
 def _log_end(logs: LogManager | None, topic: str, partition: int) -> int | None:
-    plog = None if logs is None else logs.partition(topic, partition)
-    return None if plog is None else plog.high_watermark
+    marks = None if logs is None else logs.watermarks(topic, partition)
+    return None if marks is None else marks[1]
 
 
 def _group_type(g: ClassicGroup) -> str:
@@ -437,11 +437,12 @@ def topics(src: ConsoleSource, visible: Visible = everything) -> dict[str, Any]:
             parts = []
             for p in range(info.partitions):
                 plog = logs.partition(name, p)
+                marks = logs.watermarks(name, p)
                 parts.append(
                     {
                         "partition": p,
-                        "log_start": None if plog is None else plog.log_start_offset,
-                        "log_end": None if plog is None else plog.high_watermark,
+                        "log_start": None if marks is None else marks[0],
+                        "log_end": None if marks is None else marks[1],
                         "size_bytes": None if plog is None else plog.size_bytes,
                     }
                 )

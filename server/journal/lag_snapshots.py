@@ -44,10 +44,10 @@ def snapshot_events(source: SnapshotSource, now_ms: int) -> list[dict[str, objec
             continue
         offsets: dict[str, dict[str, int | None]] = {}
         for (topic, p), value in sorted(committed.items()):
-            plog = logs.partition(topic, p) if logs is not None else None
+            marks = logs.watermarks(topic, p) if logs is not None else None
             offsets[f"{topic}-{p}"] = {
                 "committed": value.offset,
-                "log_end": plog.high_watermark if plog is not None else None,
+                "log_end": marks[1] if marks is not None else None,
             }
         g = machine.group(gid)
         ev: dict[str, object] = dict.fromkeys(EVENT_KEYS)

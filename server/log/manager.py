@@ -201,6 +201,18 @@ class LogManager:
     def partition(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
+    def epoch_end_offset(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch's (leader epoch, end offset) for a requested epoch. One node has one epoch
+        (0): whatever is asked, (0, log end). Cluster mode looks the epoch up (server/cluster/cluster_log.py)."""
+        plog = self._logs[(topic, partition)]
+        return plog.leader_epoch, plog.log_end_offset
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(log start offset, high watermark) of a partition for metrics and views; None if unknown here.
+        Cluster mode answers it for partitions other nodes lead too (server/cluster/cluster_log.py)."""
+        plog = self._logs.get((topic, partition))
+        return None if plog is None else (plog.log_start_offset, plog.high_watermark)
+
     def validate_new_topic(self, name: str, partitions: int) -> None:
         """The checks of `create_topic` without creating (CreateTopics validateOnly)."""
         validate_topic_name(name)

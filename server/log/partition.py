@@ -343,6 +343,15 @@ class PartitionLog:
         Kafka accepts exactly one v2 batch per partition in a Produce request; so does this. The batch is
         written as received except baseOffset and partitionLeaderEpoch, which sit outside the CRC.
         """
+        h, dup = self.prepare(blob)
+        if dup is not None:
+            return dup, True
+        return self._store(blob, h), False
+
+    def prepare(self, blob: bytes | bytearray | memoryview) -> tuple[BatchHeader, int | None]:
+        """The checks of `append` without appending: (the batch's header, the base offset of the batch it
+        duplicates or None). Raises `LogError` as `append` would. Cluster mode (server/cluster/) checks,
+        writes `stored_bytes` to PostgreSQL, then `restore`s them here: nothing unacknowledged is readable."""
         if self.offline_reason is not None or self.corrupt_offset is not None:
             raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
         headers = split_batches(blob)
@@ -358,10 +367,26 @@ class PartitionLog:
         validate_for_append(h)
         if self.compacted:
             check_keys(memoryview(blob)[: h.size], h)
-        dup = self.producers.check(h)
-        if dup is not None:
-            return dup, True
-        return self._store(blob, h), False
+        return h, self.producers.check(h)
+
+    def stored_bytes(self, blob: bytes | bytearray | memoryview, h: BatchHeader) -> bytes:
+        """The bytes `append` would store for `blob` now: at the log end, stamped with the leader epoch."""
+        return stored_prefix(self.next_offset, h, self.leader_epoch) + bytes(memoryview(blob)[16 : h.size])
+
+    def restore(self, stored: bytes) -> None:
+        """Append one batch exactly as stored elsewhere (cluster mode's PostgreSQL copy): at its own base
+        offset, which must be the log end (or anywhere at or past it in an empty log), epoch kept as is."""
+        h = parse_header(stored)
+        if h.base_offset != self.next_offset:
+            if self.next_offset != self.log_start_offset or h.base_offset < self.next_offset:
+                raise LogError(
+                    ErrorCode.CORRUPT_MESSAGE,
+                    f"{self.topic}-{self.partition}: stored batch at {h.base_offset}, log end {self.next_offset}",
+                )
+            self.segments, self.bases = [], []  # an empty log: it starts where the stored batches do
+            self._add_segment(h.base_offset)
+            self.start_offset = h.base_offset
+        self._put([stored], h, h.base_offset, stored)
 
     def append_marker(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
@@ -381,13 +406,17 @@ class PartitionLog:
 
     def _store(self, blob: bytes | bytearray | memoryview, h: BatchHeader) -> int:
         base = self.next_offset
+        parts = [stored_prefix(base, h, self.leader_epoch), memoryview(blob)[16 : h.size]]
+        self._put(parts, h, base, blob)
+        return base
+
+    def _put(self, parts: list, h: BatchHeader, base: int, blob: bytes | bytearray | memoryview) -> None:
         seg = self.segments[-1]
         if seg.size > 0 and (
             seg.size + h.size > self.segment_bytes or wall_ms() - seg.created_ms > self.config.segment_ms
         ):
             seg = self.roll()
         next_offset = base + h.last_offset_delta + 1
-        parts = [stored_prefix(base, h, self.leader_epoch), memoryview(blob)[16 : h.size]]
         try:
             seg.append(parts, [(base, h.size, next_offset, h.max_timestamp)])
         except OSError as e:
@@ -402,7 +431,6 @@ class PartitionLog:
             kind = control_type(memoryview(blob)[: h.size]) if h.is_control else -1
             self.txns.on_batch(dataclasses.replace(h, base_offset=base), kind)
         self.dirty = True
-        return base
 
     def roll(self) -> Segment:
         """Start a new segment at the log end; the old one is fsynced by the next flush."""

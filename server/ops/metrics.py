@@ -340,14 +340,16 @@ class StateCollector(Collector):
                 parts.add_metric((name,), info.partitions)
                 npart[name] = info.partitions
                 for p in range(info.partitions):
-                    plog = logs.partition(name, p)
-                    if plog is None:
+                    marks = logs.watermarks(name, p)
+                    if marks is None:
                         continue
-                    hw = plog.high_watermark
+                    start, hw = marks
                     end[(name, p)] = hw
                     cur.add_metric((name, str(p)), hw)
-                    old.add_metric((name, str(p)), plog.log_start_offset)
-                    size.add_metric((name, str(p)), plog.size_bytes)
+                    old.add_metric((name, str(p)), start)
+                    plog = logs.partition(name, p)  # the size of a log held here (cluster mode: led here)
+                    if plog is not None:
+                        size.add_metric((name, str(p)), plog.size_bytes)
         yield parts
         yield cur
         yield old

@@ -107,6 +107,40 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        6,
+        """
+        -- cluster mode's data plane (server/cluster/partitions.py, cluster_log.py): the topic registry,
+        -- one leader per partition by lease (epoch bumped on every change of owner), and the records
+        CREATE TABLE topics (
+            name       TEXT PRIMARY KEY,
+            topic_id   UUID NOT NULL UNIQUE,
+            partitions INTEGER NOT NULL,
+            configs    TEXT NOT NULL DEFAULT '[]',  -- JSON [[name, value], ...] given at creation
+            collision_key TEXT NOT NULL UNIQUE        -- '.' as '_': Kafka refuses such twins
+        );
+        CREATE TABLE partition_lease (
+            topic            TEXT    NOT NULL,
+            partition        INTEGER NOT NULL,
+            owner            INTEGER,               -- node id; NULL: released
+            epoch            BIGINT  NOT NULL DEFAULT 0,   -- the partition's leader epoch
+            expires_at       TIMESTAMPTZ NOT NULL DEFAULT '-infinity',
+            log_start_offset BIGINT  NOT NULL DEFAULT 0,   -- DeleteRecords
+            PRIMARY KEY (topic, partition)
+        );
+        -- record batches exactly as the segment log stores them (baseOffset and partitionLeaderEpoch set)
+        CREATE TABLE record_batches (
+            topic       TEXT    NOT NULL,
+            partition   INTEGER NOT NULL,
+            base_offset BIGINT  NOT NULL,
+            last_offset BIGINT  NOT NULL,
+            batch       BYTEA   NOT NULL,
+            PRIMARY KEY (topic, partition, base_offset)
+        );
+        -- non-transactional InitProducerId: ids unique over the cluster
+        CREATE SEQUENCE producer_ids START 1000;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -112,3 +112,47 @@ async def fetched_offset(consumer: Any, tp: Any, timeout: float = 60) -> int | N
         if got is not None or asyncio.get_running_loop().time() >= deadline:
             return got
         await asyncio.sleep(0.25)
+
+
+async def partition_leases(url: str, topic: str) -> dict[int, tuple[int, int]]:
+    """partition -> (leader node id, leader epoch) for the unexpired leases of `topic`."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT partition, owner, epoch FROM partition_lease WHERE topic = $1 AND expires_at > now()",
+            topic,
+        )
+    finally:
+        await conn.close()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+async def wait_partitions_spread(
+    url: str, topic: str, partitions: int, nodes: list[int], timeout: float = 30
+) -> dict[int, tuple[int, int]]:
+    """Until every partition of `topic` has a leader among `nodes` and no node leads more than its share."""
+    deadline = time.monotonic() + timeout
+    fair = -(-partitions // len(nodes))
+    while True:
+        leases = await partition_leases(url, topic)
+        led = [owner for owner, _ in leases.values()]
+        if len(leases) == partitions and all(o in nodes and led.count(o) <= fair for o in led):
+            return leases
+        if time.monotonic() > deadline:
+            raise AssertionError(f"partitions of {topic} not spread over {nodes} within {timeout}s: {leases}")
+        await asyncio.sleep(0.2)
+
+
+async def stored_batches(url: str, topic: str, partition: int) -> list[tuple[int, int]]:
+    """(base offset, last offset) of the record batches PostgreSQL holds for one partition."""
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT base_offset, last_offset FROM record_batches WHERE topic = $1 AND partition = $2"
+            " ORDER BY base_offset",
+            topic,
+            partition,
+        )
+    finally:
+        await conn.close()
+    return [(r[0], r[1]) for r in rows]

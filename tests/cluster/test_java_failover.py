@@ -73,3 +73,38 @@ async def test_java_members_keep_their_generation_when_the_coordinators_node_is_
         d.finish()
     finally:
         d.kill()
+
+
+async def test_java_producer_and_consumer_follow_partition_leaders_across_a_kill(
+    server_factory, pg_url: str
+) -> None:
+    """Issue 27 with the strictest client: leader epochs, NOT_LEADER_OR_FOLLOWER and the offset validation
+    of kafka-clients 4.3 after a partition's leader is killed; every acknowledged record is read back."""
+    from tests.cluster.helpers import partition_leases, wait_partitions_spread
+
+    cp = drivers.java_classpath()
+    nodes = start_nodes(server_factory, pg_url, 3, "--topic", "jdata:3")
+    before = await wait_partitions_spread(pg_url, "jdata", 3, list(nodes))
+    bootstrap = ",".join(n.bootstrap for n in nodes.values())
+    d = drivers.Driver(["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "DataDriver",
+                        bootstrap, "jdata", "30"])  # fmt: skip
+    try:
+        first = d.phase("produced")["offsets"]
+        assert sorted(first) == sorted([p, o] for p in range(3) for o in range(10))
+        victim = before[0][0]
+        nodes[victim].kill()
+        survivors = [n for n in nodes if n != victim]
+        after = await wait_partitions_spread(pg_url, "jdata", 3, survivors, timeout=60)
+        assert after[0][0] != victim and after[0][1] > before[0][1]
+        d.go()
+        second = d.phase("produced-again", timeout=150)["offsets"]
+        assert sorted(second) == sorted([p, o] for p in range(3) for o in range(10, 20))
+        d.go()
+        records = d.phase("consumed")["records"]
+        assert sorted(v for _, _, v in records) == sorted(f"v{i}" for i in range(60))
+        assert {(p, o) for p, o, _ in records} == {(p, o) for p in range(3) for o in range(20)}
+        assert (await partition_leases(pg_url, "jdata"))[0][0] in survivors
+        d.go()
+        d.finish()
+    finally:
+        d.kill()

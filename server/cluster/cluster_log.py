@@ -1,0 +1,427 @@
+"""`ClusterLog`: cluster mode's topic data — the registry and the records in PostgreSQL, one leader per
+partition (issue 27).
+
+Why this shape: a record acknowledged by any node must survive that node's disk and be read by every
+consumer, so the records live where every node reaches them, and exactly one node — the holder of the
+partition's lease (server/cluster/partitions.py) — assigns offsets. It is the `LogManager` the handlers
+already use, with every partition log in memory (`PartitionLog` without a directory) and PostgreSQL as the
+durable copy:
+
+* **Only the leader serves a partition.** `_logs` holds the partitions this node leads and has loaded;
+  Produce, Fetch, ListOffsets, OffsetForLeaderEpoch and DeleteRecords of any other partition of a known
+  topic answer NOT_LEADER_OR_FOLLOWER, so clients refresh Metadata and go to the leader it names.
+* **Append = check, write to PostgreSQL fenced, then apply.** Under the partition's lock the batch is
+  checked (`PartitionLog.prepare`: CRC, sequence, duplicates, size), its stored bytes (base offset and leader
+  epoch set, `stored_bytes`) are inserted in one statement that first takes the partition's lease row
+  `FOR SHARE` and inserts only while `owner = me and epoch = e and expires_at > now()`: a takeover's lease
+  UPDATE waits for such an insert and then loads it, or comes first and the insert writes nothing. Only
+  after the commit are the bytes added to the memory log (`restore`) and waiters woken: nothing a consumer
+  reads was not durable, and a deposed leader can never append. A duplicate of one of the producer's last
+  five batches is answered with its first offset (the producer state is rebuilt from the stored batches on
+  takeover, so idempotence survives a failover).
+* **Takeover loads the partition** from `record_batches` (ordered by offset) into a fresh memory log,
+  stamped with the new leader epoch for the batches it will append.
+* **Registry.** `topics` holds name, id, partition count and the configs given at creation; every node reads
+  it at start and at every lease tick; creation inserts the topic and one lease row per partition in one
+  transaction (a unique collision key refuses `a.b` next to `a_b` across nodes, as Kafka does).
+* **Producer ids** for idempotent producers come from the `producer_ids` sequence, unique over the cluster.
+* Not yet here: retention by time/size and compaction (records stay until DeleteRecords or topic deletion),
+  transactions (refused in cluster mode), per-node topic configs (docs/cluster.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Callable
+
+import asyncpg
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.errors import LogError
+from groupcoord.server.log.maintenance import MaintenanceConfig
+from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult
+from groupcoord.server.log.partition import PartitionLog
+from groupcoord.server.log.topics import TopicInfo, collision_key, new_topic_id
+from groupcoord.server.storage.base import StorageError
+from groupcoord.server.storage.postgres import redact
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+_INSERT = """
+WITH fence AS (
+    SELECT 1 FROM partition_lease
+    WHERE topic = $1 AND partition = $2 AND owner = $3 AND epoch = $4 AND expires_at > now()
+    FOR SHARE
+)
+INSERT INTO record_batches (topic, partition, base_offset, last_offset, batch)
+SELECT $1, $2, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM fence)
+RETURNING base_offset
+"""
+_DELETE_RECORDS = """
+WITH fence AS (
+    UPDATE partition_lease SET log_start_offset = greatest(log_start_offset, $5)
+    WHERE topic = $1 AND partition = $2 AND owner = $3 AND epoch = $4 AND expires_at > now()
+    RETURNING log_start_offset
+), gone AS (
+    DELETE FROM record_batches
+    WHERE topic = $1 AND partition = $2 AND last_offset < $5 AND EXISTS (SELECT 1 FROM fence)
+      AND base_offset < (SELECT max(base_offset) FROM record_batches WHERE topic = $1 AND partition = $2)
+)
+SELECT log_start_offset FROM fence
+"""
+
+
+class PartitionFenced(Exception):
+    """The partition's lease is no longer this node's at the epoch it believed: nothing was written."""
+
+
+class ClusterLog(LogManager):
+    """The handlers' `LogManager` in cluster mode; see the module docstring."""
+
+    def __init__(self, url: str, node_id: int, *, pool_size: int = 8) -> None:
+        super().__init__(None, storage="memory", maintenance=MaintenanceConfig(cleaner_enable=False))
+        self.url = url
+        self.pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+        self.node_id = node_id
+        self.epochs: dict[Key, int] = {}  # led and loaded partitions -> leader epoch
+        self._locks: dict[Key, asyncio.Lock] = {}
+        #: led partitions -> their leader epoch history [(epoch, start offset)], oldest first
+        self._epoch_starts: dict[Key, list[tuple[int, int]]] = {}
+        #: (log start, log end) of every partition as PostgreSQL held it at the last `refresh_ends`
+        self._ends: dict[Key, tuple[int, int]] = {}
+        #: told when a write finds the lease gone (or in doubt): the lease side stops holding the partition
+        self.on_lost: Callable[[Key], None] = lambda key: None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """Its own pool, apart from the state store's: produce traffic on many partitions must never keep the
+        lease ticks (which renew on the store's pool) or the group writes waiting for a connection."""
+        if self._pool is None:
+            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, "the cluster log is not open")
+        return self._pool
+
+    # -- life cycle: no files, no flusher, no retention pass (the records are in PostgreSQL)
+
+    async def open(self) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.url, min_size=1, max_size=self.pool_size, command_timeout=30
+            )
+            async with self.pool.acquire() as conn:
+                await self._refresh(conn)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            if self._pool is not None:
+                await self._pool.close()
+                self._pool = None
+            raise StorageError(f"cannot open the cluster's topic data in {redact(self.url)}: {e}") from e
+
+    async def close(self) -> None:
+        self._closed = True
+        for key in list(self._logs):
+            self.drop_partition(key)
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    # -- registry
+
+    async def refresh_topics(self, conn: asyncpg.Connection) -> None:
+        """Adopt the registry as PostgreSQL has it; partitions of topics gone are dropped here. Under the
+        registry lock: a read that began before a local creation committed must not undo it."""
+        async with self._registry_lock:
+            await self._refresh(conn)
+
+    async def _refresh(self, conn: asyncpg.Connection) -> None:
+        rows = await conn.fetch("SELECT name, topic_id, partitions, configs FROM topics")
+        topics = {
+            r[0]: TopicInfo(r[0], r[1], r[2], tuple((str(k), str(v)) for k, v in json.loads(r[3])))
+            for r in rows
+        }
+        self._topics = topics
+        self._by_id = {t.topic_id: t for t in topics.values()}
+        for key in [k for k in self._logs if k[0] not in topics or k[1] >= topics[k[0]].partitions]:
+            self.drop_partition(key)
+
+    async def create_topic(
+        self, name: str, partitions: int, configs: tuple[tuple[str, str], ...] = ()
+    ) -> uuid.UUID:
+        async with self._registry_lock:
+            self.validate_new_topic(name, partitions)
+            info = TopicInfo(name, new_topic_id(), partitions, configs)
+            try:
+                async with self.pool.acquire() as conn, conn.transaction():
+                    made = await conn.fetchval(
+                        "INSERT INTO topics (name, topic_id, partitions, configs, collision_key)"
+                        " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING name",
+                        name,
+                        info.topic_id,
+                        partitions,
+                        json.dumps([list(c) for c in configs]),
+                        collision_key(name),
+                    )
+                    if made is None:  # another node made it (or a colliding name) first
+                        await self._refresh(conn)
+                    else:
+                        await conn.execute(
+                            "INSERT INTO partition_lease (topic, partition)"
+                            " SELECT $1, generate_series(0, $2::int - 1)",
+                            name,
+                            partitions,
+                        )
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot register {name!r}: {e}") from e
+            if made is None:
+                self.validate_new_topic(name, partitions)  # names the conflict
+                raise LogError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+            self._topics = {**self._topics, name: info}
+            self._by_id[info.topic_id] = info
+            return info.topic_id
+
+    async def create_partitions(self, name: str, total: int) -> None:
+        async with self._registry_lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            async with self.pool.acquire() as conn, conn.transaction():
+                old = await conn.fetchval("SELECT partitions FROM topics WHERE name = $1 FOR UPDATE", name)
+                if old is None:
+                    raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+                if total <= old:
+                    raise LogError(
+                        ErrorCode.INVALID_PARTITIONS,
+                        f"topic {name!r} has {old} partitions; new count must be larger",
+                    )
+                await conn.execute("UPDATE topics SET partitions = $2 WHERE name = $1", name, total)
+                await conn.execute(
+                    "INSERT INTO partition_lease (topic, partition)"
+                    " SELECT $1, generate_series($2::int, $3::int - 1)",
+                    name,
+                    old,
+                    total,
+                )
+            new_info = TopicInfo(name, info.topic_id, total, info.configs)
+            self._topics = {**self._topics, name: new_info}
+            self._by_id[info.topic_id] = new_info
+
+    async def delete_topic(self, name: str) -> None:
+        """Forget the topic everywhere: its leases vanish, so its leaders' next writes are fenced."""
+        async with self._registry_lock:
+            info = self._topics.get(name)
+            if info is None:
+                raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
+            async with self.pool.acquire() as conn, conn.transaction():
+                await conn.execute("DELETE FROM partition_lease WHERE topic = $1", name)
+                await conn.execute("DELETE FROM record_batches WHERE topic = $1", name)
+                await conn.execute("DELETE FROM topics WHERE name = $1", name)
+            self._topics = {k: v for k, v in self._topics.items() if k != name}
+            self._by_id.pop(info.topic_id, None)
+            self._configs.pop(name, None)
+            for key in [k for k in self._logs if k[0] == name]:
+                self.drop_partition(key)
+
+    async def refresh_ends(self, conn: asyncpg.Connection) -> None:
+        """Read every partition's log start and end (one index probe each) for `watermarks`: a node
+        coordinates groups whose partitions other nodes lead, and reports their lag (issue 27 item 4)."""
+        rows = await conn.fetch(
+            "SELECT l.topic, l.partition, l.log_start_offset, coalesce((SELECT b.last_offset + 1"
+            "   FROM record_batches b WHERE b.topic = l.topic AND b.partition = l.partition"
+            "   ORDER BY b.base_offset DESC LIMIT 1), 0)"
+            " FROM partition_lease l"
+        )
+        self._ends = {(r[0], r[1]): (min(r[2], r[3]), r[3]) for r in rows}
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """Exact for the partitions led here; for the others as of the last `refresh_ends` (a lease tick)."""
+        return super().watermarks(topic, partition) or self._ends.get((topic, partition))
+
+    # -- leadership (server/cluster/partitions.py drives these)
+
+    async def read_partition(self, key: Key, epoch: int) -> PartitionLog:
+        """A memory log holding every stored batch of `key`, stamped with `epoch` for new appends."""
+        topic, partition = key
+        async with self.pool.acquire() as conn:
+            start = await conn.fetchval(
+                "SELECT log_start_offset FROM partition_lease WHERE topic = $1 AND partition = $2",
+                topic,
+                partition,
+            )
+            rows = await conn.fetch(
+                "SELECT batch FROM record_batches WHERE topic = $1 AND partition = $2 ORDER BY base_offset",
+                topic,
+                partition,
+            )
+        plog = PartitionLog.open(topic, partition, None, **self._log_options)
+        config = self._configs.get(topic)
+        if config is not None:
+            plog.apply_config(config)
+        for r in rows:
+            plog.restore(r[0])
+        plog.advance_start(start or 0)
+        plog.leader_epoch = epoch
+        return plog
+
+    def install(self, key: Key, epoch: int, plog: PartitionLog) -> None:
+        """Serve `key` from `plog` as its leader at `epoch`; its epoch history is read off the batches'
+        partitionLeaderEpoch and ends with `epoch` starting at the log end, as Kafka's leader epoch cache."""
+        starts: list[tuple[int, int]] = []
+        for h in plog.iter_headers(plog.log_start_offset):
+            if not starts or h.partition_leader_epoch > starts[-1][0]:
+                starts.append((h.partition_leader_epoch, h.base_offset))
+        if not starts or epoch > starts[-1][0]:
+            starts.append((epoch, plog.log_end_offset))
+        self._epoch_starts[key] = starts
+        self._logs[key] = plog
+        self.epochs[key] = epoch
+
+    def epoch_end_offset(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
+        """Kafka's `LeaderEpochFileCache.endOffsetFor`: the latest epoch ends at the log end; an older one at
+        the start of the next; an unknown newer one, or -1, is (-1, -1)."""
+        plog = self._logs[(topic, partition)]
+        starts = self._epoch_starts.get((topic, partition), [(plog.leader_epoch, 0)])
+        if epoch < 0:
+            return -1, -1
+        if epoch == starts[-1][0]:
+            return epoch, plog.log_end_offset
+        higher = next((s for s in starts if s[0] > epoch), None)
+        if higher is None:
+            return -1, -1
+        floor = [s for s in starts if s[0] <= epoch]
+        return (floor[-1][0] if floor else epoch), higher[1]
+
+    def drop_partition(self, key: Key) -> None:
+        """Stop serving `key`: requests answer NOT_LEADER_OR_FOLLOWER, waiting fetches wake to say so."""
+        plog = self._logs.pop(key, None)
+        self.epochs.pop(key, None)
+        self._epoch_starts.pop(key, None)
+        if plog is not None:
+            self._wake(plog)
+
+    def _lose(self, key: Key) -> None:
+        self.drop_partition(key)
+        self.on_lost(key)
+
+    def _absent(self, topic: str, partition: int) -> ErrorCode:
+        """The error for a partition not served here: not its leader, or no such partition."""
+        info = self._topics.get(topic)
+        if info is not None and 0 <= partition < info.partitions:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    # -- data plane
+
+    async def append(
+        self, topic: str, partition: int, records: bytes | bytearray | memoryview, acks: int
+    ) -> AppendResult:
+        if acks not in (0, 1, -1):
+            return AppendResult(ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, error_message=f"acks={acks}")
+        key = (topic, partition)
+        plog = self._logs.get(key)
+        if plog is None or self._closed:
+            return AppendResult(self._absent(topic, partition), -1, -1)
+        if len(records) == 0:
+            return AppendResult(ErrorCode.NONE, -1, plog.log_start_offset)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if self._logs.get(key) is not plog:  # lost while waiting for the lock
+                return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
+            try:
+                h, duplicate = plog.prepare(records)
+            except LogError as e:
+                return AppendResult(e.code, -1, plog.log_start_offset, error_message=e.message)
+            if duplicate is not None:  # every batch in the memory log is already in PostgreSQL
+                return AppendResult(ErrorCode.NONE, duplicate, plog.log_start_offset)
+            base = plog.next_offset
+            stored = plog.stored_bytes(records, h)
+            try:
+                async with self.pool.acquire() as conn:
+                    done = await conn.fetchval(
+                        _INSERT, topic, partition, self.node_id, self.epochs[key], base,
+                        base + h.last_offset_delta, stored,
+                    )  # fmt: skip
+                if done is None:
+                    raise PartitionFenced(f"{topic}-{partition}")
+            except (PartitionFenced, asyncpg.UniqueViolationError, KeyError):
+                log.warning("%s-%d: lease lost; no longer its leader", topic, partition)
+                self._lose(key)
+                return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                # in doubt (the commit may have landed): reload from PostgreSQL before serving again
+                log.error("%s-%d: append failed: %r; reloading the partition", topic, partition, e)
+                self._lose(key)
+                return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, error_message=str(e))
+            plog.restore(stored)
+            self._wake(plog)
+            return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
+
+    def read(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        read_committed: bool = False,
+    ) -> ReadResult:
+        if (topic, partition) not in self._logs:
+            return ReadResult(self._absent(topic, partition), b"", -1, -1, -1)
+        return super().read(
+            topic, partition, offset, max_bytes, min_one=min_one, read_committed=read_committed
+        )
+
+    async def list_offsets(
+        self, topic: str, partition: int, timestamp: int, read_committed: bool = False
+    ) -> OffsetResult:
+        if (topic, partition) not in self._logs:
+            return OffsetResult(self._absent(topic, partition), -1, -1)
+        return await super().list_offsets(topic, partition, timestamp, read_committed)
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
+        """DeleteRecords, durable in PostgreSQL (the lease row's log start offset, fenced) before the answer;
+        batches wholly below it are deleted, the last batch kept so the log end survives a takeover."""
+        key = (topic, partition)
+        plog = self._logs.get(key)
+        if plog is None or self._closed:
+            return self._absent(topic, partition), -1
+        if "delete" not in plog.config.cleanup_policy:
+            return ErrorCode.POLICY_VIOLATION, -1
+        target = plog.high_watermark if offset == -1 else offset
+        if target < 0 or target > plog.high_watermark:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, -1
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if self._logs.get(key) is not plog:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+            try:
+                async with self.pool.acquire() as conn:
+                    start = await conn.fetchval(
+                        _DELETE_RECORDS, topic, partition, self.node_id, self.epochs[key], target
+                    )
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+                log.error("%s-%d: DeleteRecords failed: %r", topic, partition, e)
+                return ErrorCode.KAFKA_STORAGE_ERROR, -1
+            if start is None:
+                self._lose(key)
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+            plog.advance_start(start)
+        return ErrorCode.NONE, plog.log_start_offset
+
+    async def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        """Cluster mode coordinates no transactions yet (docs/differences.md): no marker is written."""
+        return ErrorCode.INVALID_TXN_STATE
+
+    async def init_producer_id(self) -> tuple[int, int]:
+        async with self.pool.acquire() as conn:
+            return await conn.fetchval("SELECT nextval('producer_ids')"), 0
