@@ -28,7 +28,7 @@ from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.list_groups import ListedGroup, ListGroupsRequest
 from groupcoord.protocol.messages.share_group_describe import DescribedShareGroup, ShareGroupDescribeRequest
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, Connection, error_name
-from groupcoord.server.ops.groups_cli import KAFKA_ERRORS, Output, UsageError, _datetime_ms, _fmt
+from groupcoord.server.ops.groups_cli import KAFKA_ERRORS, Output, UsageError, datetime_ms, fmt_row
 
 MISSING = "-"
 SHARE_STATES = ("Stable", "Empty", "Dead", "Unknown")  # GroupState.groupStatesForType(SHARE), display names
@@ -237,8 +237,8 @@ async def _list(sa: ShareAdmin, args: argparse.Namespace, out: Output) -> int:
         out.table("\n".join(g.group_id for g in groups))
     else:
         width = max([15, *(len(g.group_id) for g in groups)])
-        lines = [_fmt([width], ["GROUP", "STATE"])]
-        lines += [_fmt([width], [g.group_id, g.group_state or "Unknown"]) for g in groups]
+        lines = [fmt_row([width], ["GROUP", "STATE"])]
+        lines += [fmt_row([width], [g.group_id, g.group_state or "Unknown"]) for g in groups]
         out.table("\n".join(lines))
     return 0
 
@@ -300,8 +300,8 @@ async def _offsets(sa: ShareAdmin, group: str, verbose: bool, out: Output) -> No
     widths = [max(15, len(group)), max([15, *(len(r["topic"]) for r in rows)]), 10, 13, 13]
     heads = ["GROUP", "TOPIC", "PARTITION"] + (["LEADER-EPOCH"] if verbose else []) + ["START-OFFSET", "LAG"]
     keys = ["group", "topic", "partition"] + (["leader_epoch"] if verbose else []) + ["start_offset", "lag"]
-    lines = [_fmt(widths, heads)]
-    lines += [_fmt(widths, [MISSING if r[k] is None else r[k] for k in keys]) for r in rows]
+    lines = [fmt_row(widths, heads)]
+    lines += [fmt_row(widths, [MISSING if r[k] is None else r[k] for k in keys]) for r in rows]
     out.table("\n" + "\n".join(lines))
 
 
@@ -323,7 +323,7 @@ async def _states(admin: Admin, group: str, d: DescribedShareGroup, verbose: boo
         + ["members"]
     )
     out.add([dict(zip(keys, row, strict=True))])
-    out.table("\n" + _fmt(widths, heads) + "\n" + _fmt(widths, row))
+    out.table("\n" + fmt_row(widths, heads) + "\n" + fmt_row(widths, row))
 
 
 def _members(group: str, d: DescribedShareGroup, verbose: bool, out: Output) -> None:
@@ -341,12 +341,12 @@ def _members(group: str, d: DescribedShareGroup, verbose: bool, out: Output) -> 
     heads = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"] + (
         ["MEMBER-EPOCH"] if verbose else []
     )
-    lines = [_fmt(widths, [*heads, "ASSIGNMENT"])]
+    lines = [fmt_row(widths, [*heads, "ASSIGNMENT"])]
     for m in members:
         count = sum(len(t.partitions) for t in m.assignment.topic_partitions)
         row: list[object] = [group, m.member_id, m.client_host, m.client_id, count]
         row += [m.member_epoch] if verbose else []
-        lines.append(_fmt(widths, [*row, _assignment(m)]))
+        lines.append(fmt_row(widths, [*row, _assignment(m)]))
         out.add([{
             "group": group, "consumer_id": m.member_id, "host": m.client_host, "client_id": m.client_id,
             "partitions": count, "member_epoch": m.member_epoch, "assignment": _assignment(m),
@@ -417,9 +417,9 @@ async def _delete_offsets(sa: ShareAdmin, args: argparse.Namespace, out: Output)
             else:
                 status[t] = _message(r.error_code, r.error_message) if r.error_code else None
     width = max([15, *(len(t) for t in topics)])
-    lines = [_fmt([width], ["TOPIC", "STATUS"])]
+    lines = [fmt_row([width], ["TOPIC", "STATUS"])]
     for t in sorted(status):
-        lines.append(_fmt([width], [t, f"Error: {status[t]}" if status[t] else "Successful"]))
+        lines.append(fmt_row([width], [t, f"Error: {status[t]}" if status[t] else "Successful"]))
     out.add(
         [
             {"topic": t, "status": "Successful" if status[t] is None else f"Error: {status[t]}"}
@@ -466,7 +466,7 @@ async def _reset(admin: Admin, sa: ShareAdmin, args: argparse.Namespace, out: Ou
     elif args.to_offset is not None:
         plan = {tp: min(max(args.to_offset, lo[tp]), hi[tp]) for tp in tps}
     else:
-        found = await admin.log_offsets(tps, _datetime_ms(args.to_datetime))
+        found = await admin.log_offsets(tps, datetime_ms(args.to_datetime))
         plan = {tp: v if v is not None and v >= 0 else hi[tp] for tp, v in found.items()}
     if args.execute:
         resp = await sa.alter(group, plan)
@@ -483,8 +483,8 @@ async def _reset(admin: Admin, sa: ShareAdmin, args: argparse.Namespace, out: Ou
     ]
     out.add(rows)
     widths = [max(15, len(group)), max([15, *(len(t) for t, _ in plan)]), 10]
-    lines = [_fmt(widths, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
-    lines += [_fmt(widths, list(r.values())) for r in rows]
+    lines = [fmt_row(widths, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
+    lines += [fmt_row(widths, list(r.values())) for r in rows]
     out.table("\n" + "\n".join(lines))
     return 0
 
