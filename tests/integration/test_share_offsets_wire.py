@@ -170,3 +170,27 @@ def test_describe_alter_delete_share_group_offsets(server_factory) -> None:  # t
     # a later fetch initializes the partition again from share.auto.offset.reset (earliest)
     assert fetch_until(Member(srv, "u3", tid)) == [(0, 19, 1)]
     c.close()
+
+
+def test_share_partition_metrics(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """/metrics: Kafka's InFlightMessageCount and our start offset, acquired records and lag per share
+    partition, read from the live share-partition state at scrape time."""
+    from tests.conftest import free_port
+    from tests.integration.test_ops_metrics import value
+
+    mport = free_port()
+    srv = server_factory(
+        "--topic", "t:1", "--share-auto-offset-reset", "earliest", "--metrics-port", str(mport)
+    )
+    produce(srv.bootstrap, 20)
+    c = RawClient(srv.host, srv.port)
+    u1 = Member(srv, "u1", topic_id(c))
+    assert acquired(u1.fetch(max_wait_ms=5000)) == [(0, 19, 1)]
+    assert ack_errors(u1.ack(b(0, 4, ACCEPT), b(10, 11, REJECT))) == [0]
+    labels = {"group": "g", "topic": "t", "partition": "0"}
+    assert value(mport, "kafka_server_sharepartitionmetrics_inflightmessagecount", **labels) == 15  # 5-19
+    assert value(mport, "groupcoord_share_partition_start_offset", **labels) == 5
+    assert value(mport, "groupcoord_share_partition_acquired_records", **labels) == 13  # 5-9, 12-19
+    assert value(mport, "groupcoord_share_partition_lag", **labels) == 13  # 20 - 5 - 2
+    assert value(mport, "groupcoord_share_group_lag_sum", group="g", topic="t") == 13
+    c.close()
