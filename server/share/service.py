@@ -361,9 +361,20 @@ class ShareService:
         fresh = {
             (group_id, t, p): SharePartition(off, state_epoch=state_epoch, **self._limits())
             for (t, p), off in offsets.items()
+            if off >= 0
         }
-        if fresh and not await self._persist([self._record(k, sp) for k, sp in fresh.items()]):
+        # a negative offset is Kafka's uninitialized start offset: no state, so that the next fetch resolves
+        # share.auto.offset.reset again
+        dropped = [(group_id, t, p) for (t, p), off in offsets.items() if off < 0]
+        records = [self._record(k, sp) for k, sp in fresh.items()]
+        records += [
+            SharePartitionRecord(g, t, p, None) for g, t, p in dropped if (g, t, p) in self.partitions
+        ]
+        if records and not await self._persist(records):
             return False
+        for k in dropped:
+            self.timers.cancel(k)
+            self.partitions.pop(k, None)
         for k, sp in fresh.items():
             self.timers.cancel(k)
             self.partitions[k] = sp

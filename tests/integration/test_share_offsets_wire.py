@@ -156,6 +156,9 @@ def test_describe_alter_delete_share_group_offsets(server_factory) -> None:  # t
     assert rows(describe(c, {"t": (0,)})) == {("t", 0): (15, 5, 0)}
     alter_on_new = alter(c, "fresh", {"t": {0: 3}})  # alter creates the (empty) group, as Kafka does
     assert alter_on_new.error_code == 0 and rows(describe(c, None, group="fresh")) == {("t", 0): (3, 17, 0)}
+    # -1 is Kafka's uninitialized start offset: the state goes, the next fetch resolves share.auto.offset.reset
+    assert alter(c, "fresh", {"t": {0: -1}}).error_code == 0
+    assert rows(describe(c, {"t": (0,)}, group="fresh")) == {("t", 0): (-1, -1, 0)}
 
     # delete: t goes; t2 has no state; an unknown topic; an unknown group
     r = delete(c, "g", "t", "t2", "nope")
