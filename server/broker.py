@@ -31,6 +31,7 @@ from groupcoord.server.apis import (
     scram_credentials,
     share_fetch,
     share_groups,
+    share_offsets,
     txn,
 )
 from groupcoord.server.cluster.cluster_log import ClusterLog
@@ -123,6 +124,9 @@ HANDLERS = {
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
     ApiKey.SHARE_FETCH: share_fetch.share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_offsets.describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_offsets.alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_offsets.delete_share_group_offsets,
 }
 #: KIP-932: not advertised (and answered UNSUPPORTED_VERSION by the dispatcher) with --group-share-enable false
 SHARE_APIS = (
@@ -130,6 +134,9 @@ SHARE_APIS = (
     ApiKey.SHARE_GROUP_DESCRIBE,
     ApiKey.SHARE_FETCH,
     ApiKey.SHARE_ACKNOWLEDGE,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS,
 )
 
 

@@ -45,6 +45,15 @@ def main(argv: list[str] | None = None) -> int:
         "1 error, 2 usage.",
     )
     add_groups_arguments(groups)
+    from groupcoord.server.ops.share_groups_cli import add_share_groups_arguments, run_share_groups
+
+    share_groups = sub.add_parser(
+        "share-groups",
+        help="list, describe, reset offsets of and delete share groups (kafka-share-groups.sh)",
+        description="kafka-share-groups.sh's actions (KIP-932) against any Kafka-protocol broker. Exit codes: "
+        "0 done, 1 error, 2 usage.",
+    )
+    add_share_groups_arguments(share_groups)
     probe = sub.add_parser(
         "probe",
         help="exit 0 when the local server is ready: state loaded (/ready) and ApiVersions answered",
@@ -68,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_journal(args)
     if args.command == "groups":
         return run_groups(args)
+    if args.command == "share-groups":
+        return run_share_groups(args)
     if args.command == "serve":
         return serve_main(args)
     if args.command == "report":

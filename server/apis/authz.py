@@ -468,6 +468,9 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.SHARE_GROUP_DESCRIBE: authz_share.share_group_describe,
     ApiKey.SHARE_FETCH: authz_share.share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: authz_share.share_acknowledge,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: authz_share.describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: authz_share.alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: authz_share.delete_share_group_offsets,
 }
 
 

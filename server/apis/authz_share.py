@@ -6,6 +6,9 @@ handleShareGroupDescribe, handleShareFetchRequest, handleShareAcknowledgeRequest
 | ShareGroupHeartbeat | READ group, DESCRIBE each subscribed topic | GROUP_ / TOPIC_AUTHORIZATION_FAILED |
 | ShareGroupDescribe | DESCRIBE group | GROUP_AUTHORIZATION_FAILED for that group |
 | ShareFetch, ShareAcknowledge | READ group, READ each topic | top-level GROUP_...; TOPIC_... per partition |
+| DescribeShareGroupOffsets | DESCRIBE group, DESCRIBE each topic | GROUP_... for that group; TOPIC_... per partition (Topics null: denied topics left out) |
+| AlterShareGroupOffsets | READ group, READ each topic | top-level GROUP_...; TOPIC_... per partition |
+| DeleteShareGroupOffsets | DELETE group, READ each topic | top-level GROUP_...; TOPIC_... per topic |
 
 A denied topic's partitions are taken out of the request before the handler runs (so nothing is acquired or
 acknowledged there, and they never join the share session) and answered TOPIC_AUTHORIZATION_FAILED.
@@ -13,16 +16,21 @@ acknowledged there, and they never join the share session) and answered TOPIC_AU
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from groupcoord.protocol.messages import alter_share_group_offsets as asgo
+from groupcoord.protocol.messages import delete_share_group_offsets as dsgo
+from groupcoord.protocol.messages import describe_share_group_offsets as dsgof
 from groupcoord.protocol.messages import share_acknowledge as sa
 from groupcoord.protocol.messages import share_fetch as sf
 from groupcoord.protocol.messages import share_group_describe as sgd
 from groupcoord.protocol.messages import share_group_heartbeat as sgh
 from groupcoord.server.apis.authz_common import GROUP_DENIED, TOPIC_DENIED, Handler, allowed
 from groupcoord.server.apis.authz_common import replace_fields as _replace
+from groupcoord.server.apis.share_offsets import describe_group
 from groupcoord.server.net.dispatch import RequestContext, then
-from groupcoord.server.security.authorizer import DESCRIBE, GROUP, READ, TOPIC
+from groupcoord.server.security.authorizer import DELETE, DESCRIBE, GROUP, READ, TOPIC
 
 NO_LEADER = sf.ShareLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
 
@@ -134,3 +142,107 @@ def share_acknowledge(handler: Handler) -> Handler:
         return then(handler(ctx, _replace(req, topics=kept)), fix)
 
     return checked
+
+
+# ------------------------------------------------------------------ share-group offsets admin (90-92)
+
+
+def describe_share_group_offsets(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest) -> Any:
+        out = []
+        for g in req.groups:
+            if not allowed(ctx, DESCRIBE, GROUP, g.group_id):
+                out.append(
+                    dsgof.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=GROUP_DENIED)
+                )
+                continue
+            if g.topics is None:  # every initialized partition: the topics not describable are left out
+                d = describe_group(ctx, g.group_id, None)
+                kept = tuple(t for t in d.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
+                out.append(_replace(d, topics=kept))
+                continue
+            ok = tuple(t for t in g.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
+            d = describe_group(ctx, g.group_id, ok)
+            denied = tuple(
+                dsgof.DescribeShareGroupOffsetsResponseTopic(
+                    topic_name=t.topic_name,
+                    topic_id=_ZERO,
+                    partitions=tuple(
+                        dsgof.DescribeShareGroupOffsetsResponsePartition(
+                            partition_index=p, start_offset=-1, lag=-1, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in g.topics
+                if t not in ok
+            )
+            out.append(_replace(d, topics=d.topics + denied))
+        return dsgof.DescribeShareGroupOffsetsResponse(groups=tuple(out))
+
+    return checked
+
+
+def alter_share_group_offsets(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: asgo.AlterShareGroupOffsetsRequest) -> Any:
+        if not allowed(ctx, READ, GROUP, req.group_id):
+            return asgo.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED)
+        denied = [t for t in req.topics if not allowed(ctx, READ, TOPIC, t.topic_name)]
+        if not denied:
+            return handler(ctx, req)
+        kept = tuple(t for t in req.topics if t not in denied)
+
+        def fix(resp: asgo.AlterShareGroupOffsetsResponse) -> asgo.AlterShareGroupOffsetsResponse:
+            if resp.error_code:
+                return resp
+            extra = tuple(
+                asgo.AlterShareGroupOffsetsResponseTopic(
+                    topic_name=t.topic_name,
+                    topic_id=_topic_id(ctx, t.topic_name),
+                    partitions=tuple(
+                        asgo.AlterShareGroupOffsetsResponsePartition(
+                            partition_index=p.partition_index, error_code=TOPIC_DENIED
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in denied
+            )
+            return _replace(resp, responses=extra + resp.responses)
+
+        return then(handler(ctx, _replace(req, topics=kept)), fix)
+
+    return checked
+
+
+def delete_share_group_offsets(handler: Handler) -> Handler:
+    def checked(ctx: RequestContext, req: dsgo.DeleteShareGroupOffsetsRequest) -> Any:
+        if not allowed(ctx, DELETE, GROUP, req.group_id):
+            return dsgo.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED)
+        denied = [t for t in req.topics if not allowed(ctx, READ, TOPIC, t.topic_name)]
+        if not denied:
+            return handler(ctx, req)
+        kept = tuple(t for t in req.topics if t not in denied)
+
+        def fix(resp: dsgo.DeleteShareGroupOffsetsResponse) -> dsgo.DeleteShareGroupOffsetsResponse:
+            if resp.error_code:
+                return resp
+            extra = tuple(
+                dsgo.DeleteShareGroupOffsetsResponseTopic(
+                    topic_name=t.topic_name, topic_id=_ZERO, error_code=TOPIC_DENIED
+                )
+                for t in denied
+            )
+            return _replace(resp, responses=extra + resp.responses)
+
+        return then(handler(ctx, _replace(req, topics=kept)), fix)
+
+    return checked
+
+
+_ZERO = uuid.UUID(int=0)
+
+
+def _topic_id(ctx: RequestContext, name: str) -> uuid.UUID:
+    info = ctx.services.topics.get(name)
+    return info.topic_id if info is not None else _ZERO

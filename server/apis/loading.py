@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import alter_share_group_offsets as asgo
 from groupcoord.protocol.messages import consumer_group_describe as cgd
 from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
 from groupcoord.protocol.messages import delete_groups as dl
+from groupcoord.protocol.messages import delete_share_group_offsets as dsgo
 from groupcoord.protocol.messages import describe_groups as dg
+from groupcoord.protocol.messages import describe_share_group_offsets as dsgof
 from groupcoord.protocol.messages import heartbeat as hb
 from groupcoord.protocol.messages import join_group as jg
 from groupcoord.protocol.messages import leave_group as lv
@@ -146,6 +149,29 @@ def _share_describe(
     )
 
 
+def _share_offsets_describe(
+    ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest, code: ErrorCode = LOADING
+) -> dsgof.DescribeShareGroupOffsetsResponse:
+    return dsgof.DescribeShareGroupOffsetsResponse(
+        groups=tuple(
+            dsgof.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=code)
+            for g in req.groups
+        )
+    )
+
+
+def _share_offsets_alter(
+    ctx: RequestContext, req: asgo.AlterShareGroupOffsetsRequest, code: ErrorCode = LOADING
+) -> asgo.AlterShareGroupOffsetsResponse:
+    return asgo.AlterShareGroupOffsetsResponse(error_code=code)
+
+
+def _share_offsets_delete(
+    ctx: RequestContext, req: dsgo.DeleteShareGroupOffsetsRequest, code: ErrorCode = LOADING
+) -> dsgo.DeleteShareGroupOffsetsResponse:
+    return dsgo.DeleteShareGroupOffsetsResponse(error_code=code)
+
+
 WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_describe,
@@ -161,6 +187,9 @@ WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.SHARE_GROUP_HEARTBEAT: _share_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: _share_describe,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _share_offsets_describe,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _share_offsets_alter,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _share_offsets_delete,
 }
 
 

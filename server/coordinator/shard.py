@@ -18,7 +18,7 @@ stored on the member and handed back in `Effects.replies` when the request compl
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
@@ -40,6 +40,7 @@ from groupcoord.server.coordinator.modern.consumer.manager import (
     ConsumerGroupManager,
     HeartbeatError,
 )
+from groupcoord.server.coordinator.modern.share import offsets as share_offsets
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.modern.share.group import (
     DescribedShareGroup,
@@ -268,6 +269,24 @@ class GroupCoordinatorShard:
 
     def has_share_group(self, group_id: str) -> bool:
         return self.share_manager.has(group_id)
+
+    def share_initialized(self, group_id: str) -> dict[str, tuple[int, ...]]:
+        return self.share_manager.initialized(group_id)
+
+    def share_alter_offsets(
+        self, group_id: str, partitions: Mapping[str, set[int]], token: Hashable, now_ms: int
+    ) -> Effects:
+        return share_offsets.alter_offsets(self.share_manager, group_id, partitions, token, now_ms)
+
+    def share_delete_offsets(
+        self,
+        group_id: str,
+        topics: Mapping[str, str | None],
+        with_state: set[str],
+        token: Hashable,
+        now_ms: int,
+    ) -> Effects:
+        return share_offsets.delete_offsets(self.share_manager, group_id, topics, with_state, token, now_ms)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
         return self.group_manager.describe_groups(ids)

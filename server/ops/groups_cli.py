@@ -133,7 +133,7 @@ class Output:
             print(buf.getvalue(), end="")
 
 
-def _fmt(widths: list[int], values: list[object]) -> str:
+def fmt_row(widths: list[int], values: list[object]) -> str:
     """printf("%-Ns %-Ms ... %s"): every column padded to its width but the ones past `widths`."""
     padded = [f"{v!s:<{widths[i]}}" if i < len(widths) else str(v) for i, v in enumerate(values)]
     return " ".join(padded).rstrip()
@@ -174,7 +174,7 @@ async def _list(admin: Admin, args: argparse.Namespace, out: Output) -> int:
         width = max([15, *(len(g.group_id) for g in groups)]) + 10
         out.table(
             "\n".join(
-                _fmt([width, 20], r)
+                fmt_row([width, 20], r)
                 for r in [["GROUP", "STATE"]] + [[g.group_id, g.group_state] for g in groups]
             )
         )
@@ -227,9 +227,10 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
                 ]
             )
             out.table(
-                "\n" + _fmt(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
+                "\n"
+                + fmt_row(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
             )
-            out.table(_fmt(widths, row))
+            out.table(fmt_row(widths, row))
             continue
         if args.members and not args.offsets:
             if not _exists(group, g.group_state, out):
@@ -248,10 +249,10 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
             cols = [0, 1, 2, 3, 4, 5] if with_instance else [0, 1, 3, 4, 5]
             mins = [15, 15, 17, 15, 15, 15]
             widths = [max([mins[i], *(len(str(r[i] or "")) for r in rows)]) for i in cols]
-            lines = [_fmt(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
+            lines = [fmt_row(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
             for r in rows:
                 extra = [_assignment_string(r[6])] if args.verbose else []
-                lines.append(_fmt(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
+                lines.append(fmt_row(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
                 out.add([{**dict(zip(keys, r[:6], strict=True)), "assignment": _assignment_string(r[6])}])
             out.table("\n" + "\n".join(lines))
             continue
@@ -269,10 +270,10 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
             max([15, *(len(r["consumer_id"]) for r in rows)]),
             max([15, *(len(r["host"]) for r in rows)]),
         ]
-        lines = [_fmt(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+        lines = [fmt_row(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                                "CONSUMER-ID", "HOST", "CLIENT-ID"])]  # fmt: skip
         for r in rows:
-            lines.append(_fmt(widths, [MISSING if v is None else v for v in r.values()]))
+            lines.append(fmt_row(widths, [MISSING if v is None else v for v in r.values()]))
         out.add(rows)
         out.table("\n" + "\n".join(lines) + "\n")
     return 1 if failed else 0
@@ -332,7 +333,7 @@ def _duration_ms(text: str) -> int:
     return int(((d * 24 + h) * 60 + mi) * 60_000 + s * 1000)
 
 
-def _datetime_ms(text: str) -> int:
+def datetime_ms(text: str) -> int:
     try:
         dt = datetime.fromisoformat(text)
     except ValueError:
@@ -396,8 +397,8 @@ async def _reset(admin: Admin, groups: list[str], args: argparse.Namespace, out:
                         for r in rows))  # fmt: skip
         return 1 if failed else 0
     out.add(rows)
-    lines = [_fmt([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
-    lines += [_fmt([30, 30, 10, 15], list(r.values())) for r in rows]
+    lines = [fmt_row([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
+    lines += [fmt_row([30, 30, 10, 15], list(r.values())) for r in rows]
     if plan:
         out.table("\n" + "\n".join(lines))
     return 1 if failed else 0
@@ -440,7 +441,7 @@ async def _new_offsets(
     if args.from_file:
         return {tp: clamp(tp, from_file[tp]) for tp in tps}
     ts = (
-        _datetime_ms(args.to_datetime)
+        datetime_ms(args.to_datetime)
         if args.to_datetime
         else int(time.time() * 1000) - _duration_ms(args.by_duration)
     )
@@ -553,9 +554,9 @@ async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -
         ]
     )
     width = max([15, *(len(t) for t, _ in results)])
-    lines = [_fmt([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
+    lines = [fmt_row([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
     lines += [
-        _fmt([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
+        fmt_row([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
         for (t, p), e in ordered
     ]
     out.table("\n" + "\n".join(lines))

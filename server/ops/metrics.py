@@ -30,10 +30,12 @@ from prometheus_client.utils import floatToGoString
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.codec import decode_response
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.share.partition import ACQUIRED, TERMINAL
 
 if TYPE_CHECKING:
     from groupcoord.server.coordinator.shard import GroupCoordinatorShard
     from groupcoord.server.log.manager import LogManager
+    from groupcoord.server.share.service import ShareService
 
 KAFKA = "kafka_server_group_coordinator_metrics_"
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Empty", "Dead")
@@ -52,6 +54,8 @@ class StateSource(Protocol):
     logs: LogManager | None
     loading: bool
     load_ms: int | None
+    #: the share partitions (server/share), for the share-group metrics
+    share: ShareService | None
 
 
 def _api_name(api_key: int) -> str:
@@ -308,6 +312,62 @@ class StateCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from self._topics_and_lag()
+        yield from self._share_partitions()
+
+    def _share_partitions(self) -> Iterator[Metric]:
+        """KIP-932 share partitions: Kafka's SharePartitionMetrics InFlightMessageCount (SPEO + 1 - SPSO), and
+        ours: the start offset, the records now acquired, and the lag as DescribeShareGroupOffsets computes it
+        (high watermark - SPSO - records at or above SPSO already acknowledged or archived), per partition
+        (unless per-partition lag is off) and summed per group and topic."""
+        src = self.source
+        labels = ("group", "topic", "partition")
+        in_flight = GaugeMetricFamily(
+            "kafka_server_sharepartitionmetrics_inflightmessagecount",
+            "Records in a share partition's in-flight window (Kafka's SharePartitionMetrics InFlightMessageCount)",
+            labels=labels,
+        )
+        start = GaugeMetricFamily(
+            "groupcoord_share_partition_start_offset", "Share-partition start offset (SPSO)", labels=labels
+        )
+        acquired = GaugeMetricFamily(
+            "groupcoord_share_partition_acquired_records", "Records locked by a consumer now", labels=labels
+        )
+        lag = GaugeMetricFamily(
+            "groupcoord_share_partition_lag",
+            "High watermark - SPSO - records done above SPSO (DescribeShareGroupOffsets' Lag)",
+            labels=labels,
+        )
+        lag_sum = GaugeMetricFamily(
+            "groupcoord_share_group_lag_sum",
+            "Sum of a share group's lag on a topic",
+            labels=("group", "topic"),
+        )
+        share, logs = src.share, src.logs
+        if share is not None and logs is not None:
+            names = {info.topic_id.hex: name for name, info in logs.topics().items()}
+            sums: Counter[tuple[str, str]] = Counter()
+            for (group, tid, p), sp in sorted(share.partitions.items()):
+                topic = names.get(tid)
+                plog = logs.partition(topic, p) if topic is not None else None
+                if topic is None or plog is None:
+                    continue
+                done = sum(1 for r in sp.window.values() if r.state in TERMINAL)
+                held = sum(1 for r in sp.window.values() if r.state == ACQUIRED)
+                value = plog.high_watermark - sp.start - done
+                sums[(group, topic)] += value
+                if self.partition_lag:
+                    key = (group, topic, str(p))
+                    in_flight.add_metric(key, sp.in_flight())
+                    start.add_metric(key, sp.start)
+                    acquired.add_metric(key, held)
+                    lag.add_metric(key, value)
+            for (group, topic), total in sorted(sums.items()):
+                lag_sum.add_metric((group, topic), total)
+        yield in_flight
+        yield start
+        yield acquired
+        yield lag
+        yield lag_sum
 
     def _topics_and_lag(self) -> Iterator[Metric]:
         src = self.source

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -26,7 +26,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.records import SharePartitionRecord
 from groupcoord.server.log.manager import LogManager
-from groupcoord.server.share.partition import AckBatch, AcquiredRange, SharePartition
+from groupcoord.server.share.partition import TERMINAL, AckBatch, AcquiredRange, SharePartition
 from groupcoord.server.share.sessions import Key, ShareSessions
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
@@ -318,7 +318,9 @@ class ShareService:
         """DeleteGroups of an empty share group: its share-partition state goes first (Kafka deletes the
         state, then the group). False when the tombstones could not be written; the state is then kept."""
         await self.ready.wait()
-        keys = [k for k in self.partitions if k[0] == group_id]
+        return await self._delete([k for k in self.partitions if k[0] == group_id])
+
+    async def _delete(self, keys: Sequence[PartitionKey]) -> bool:
         if not keys:
             return True
         if not await self._persist([SharePartitionRecord(g, t, p, None) for g, t, p in keys]):
@@ -327,6 +329,63 @@ class ShareService:
             self.timers.cancel(k)
             del self.partitions[k]
         return True
+
+    # ------------------------------------------------------------------------ offsets admin (90-92)
+
+    def summary(self, group_id: str, topic_id: str, partition: int) -> tuple[int, int] | None:
+        """(SPSO, delivery-complete count: the records at or above SPSO acknowledged or archived) of a share
+        partition with state, None without (Kafka's ReadShareGroupStateSummary, read from memory here, which
+        is never behind the stored snapshot)."""
+        sp = self.partitions.get((group_id, topic_id, partition))
+        if sp is None:
+            return None
+        return sp.start, sum(1 for r in sp.window.values() if r.state in TERMINAL)
+
+    def topics_with_state(self, group_id: str) -> set[str]:
+        """The topic ids (hex) with share-partition state for this group."""
+        return set(self.partitions_of(group_id))
+
+    def partitions_of(self, group_id: str) -> dict[str, set[int]]:
+        """The share partitions with state of this group: topic id (hex) -> partitions."""
+        out: dict[str, set[int]] = {}
+        for g, t, p in self.partitions:
+            if g == group_id:
+                out.setdefault(t, set()).add(p)
+        return out
+
+    async def reset(self, group_id: str, offsets: Mapping[Key, int], state_epoch: int) -> bool:
+        """AlterShareGroupOffsets of an empty group: each partition gets a fresh state starting at its offset,
+        nothing in flight (Kafka's InitializeShareGroupState). The new states are written before they
+        replace the old ones; False when the write failed (nothing changed then)."""
+        await self.ready.wait()
+        fresh = {
+            (group_id, t, p): SharePartition(off, state_epoch=state_epoch, **self._limits())
+            for (t, p), off in offsets.items()
+            if off >= 0
+        }
+        # a negative offset is Kafka's uninitialized start offset: no state, so that the next fetch resolves
+        # share.auto.offset.reset again
+        dropped = [(group_id, t, p) for (t, p), off in offsets.items() if off < 0]
+        records = [self._record(k, sp) for k, sp in fresh.items()]
+        records += [
+            SharePartitionRecord(g, t, p, None) for g, t, p in dropped if (g, t, p) in self.partitions
+        ]
+        if records and not await self._persist(records):
+            return False
+        for k in dropped:
+            self.timers.cancel(k)
+            self.partitions.pop(k, None)
+        for k, sp in fresh.items():
+            self.timers.cancel(k)
+            self.partitions[k] = sp
+        self._wake()
+        return True
+
+    async def delete_topics(self, group_id: str, topic_ids: Iterable[str]) -> bool:
+        """DeleteShareGroupOffsets: the share-partition state of these topics goes (tombstones, durable)."""
+        await self.ready.wait()
+        ids = set(topic_ids)
+        return await self._delete([k for k in self.partitions if k[0] == group_id and k[1] in ids])
 
     # --------------------------------------------------------------------------- sessions closing
 

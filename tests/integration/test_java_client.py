@@ -307,3 +307,24 @@ def test_java_share_consumers_release_reject_and_share_a_partition(server_factor
     assert sorted(by_value["v0"]) == [1, 2]
     assert by_value["v1"] == [1]
     assert all(v == [1] for k, v in by_value.items() if k not in ("v0", "v1"))
+
+
+def test_java_admin_share_group_offsets(server_factory, run_java) -> None:  # type: ignore[no-untyped-def]
+    """KIP-932's admin calls from the Java 4.3 Admin (DescribeShareGroupOffsets v1, AlterShareGroupOffsets v0,
+    DeleteShareGroupOffsets v0) around a KafkaShareConsumer group: start offset and lag, NON_EMPTY_GROUP while
+    a member is live, a reset the next consumer starts from, an unknown partition, delete, an unknown group."""
+    srv = server_factory("--topic", "sa:1", "--share-auto-offset-reset", "earliest")
+    d = run_java("ShareAdminDriver", srv.bootstrap, "sa", unique("share-admin"))
+    assert d.proc.wait(150) == 0, d.events[-5:]
+    ev = {e["event"]: e for e in d.events}
+    assert sorted(ev["consumed"]["values"]) == sorted(f"v{i}" for i in range(10))
+    assert ev["alter_live"]["result"]["error"] == "GroupNotEmptyException"
+    assert ev["delete_live"]["result"]["error"] == "GroupNotEmptyException"
+    assert ev["listed"]["offsets"] == {"sa-0": {"start_offset": 10, "lag": 0}}
+    assert ev["altered"]["p0"] == "ok"
+    assert ev["altered"]["p5"]["error"] == "UnknownTopicOrPartitionException"
+    assert ev["listed_after_alter"]["offsets"] == {"sa-0": {"start_offset": 3, "lag": 7}}
+    assert sorted(ev["consumed_after_alter"]["values"]) == [f"v{i}" for i in range(3, 10)]
+    assert ev["deleted"]["result"] == "ok"
+    assert ev["listed_after_delete"]["offsets"] == {}
+    assert ev["delete_unknown_group"]["result"]["error"] == "GroupIdNotFoundException"

@@ -92,3 +92,79 @@ def test_share_apis_need_group_and_topic_acls(secure: SecureServer) -> None:
     ack = ShareAcknowledgeRequest(group_id="share-ok", member_id="m1", share_session_epoch=1)
     assert mallory.request(79, 2, ack).error_code == GROUP_DENIED
     assert carol.request(79, 2, ack).error_code == 0
+
+
+def test_share_offsets_admin_apis_need_group_and_topic_acls(secure: SecureServer) -> None:
+    """DescribeShareGroupOffsets: DESCRIBE on the group and each topic; AlterShareGroupOffsets: READ on the
+    group and each topic; DeleteShareGroupOffsets: DELETE on the group, READ on each topic (Kafka's KafkaApis)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    from groupcoord.protocol.messages import alter_share_group_offsets as asgo
+    from groupcoord.protocol.messages import delete_share_group_offsets as dsgo
+    from groupcoord.protocol.messages import describe_share_group_offsets as dsgof
+
+    port = secure.sasl_plain
+    admin = AdminClient(sasl(port, "admin", "admin-secret"))
+    allow, lit = AclPermissionType.ALLOW, ResourcePatternType.LITERAL
+    bindings = [
+        AclBinding(ResourceType.GROUP, "share-adm", lit, "User:carol", "*", AclOperation.READ, allow),
+        AclBinding(ResourceType.TOPIC, "secure", lit, "User:carol", "*", AclOperation.READ, allow),
+    ]  # fmt: skip
+    for f in admin.create_acls(bindings).values():
+        f.result(15)
+    carol, _, ok = scram_login(port, "carol-secret", user="carol")
+    assert ok.error_code == 0
+    mallory, _, ok = scram_login(port, "mallory-secret", user="mallory")
+    assert ok.error_code == 0
+
+    def alter(c, group: str):  # type: ignore[no-untyped-def]
+        topics = tuple(
+            asgo.AlterShareGroupOffsetsRequestTopic(
+                topic_name=n, partitions=(asgo.AlterShareGroupOffsetsRequestPartition(0, 0),)
+            )
+            for n in ("secure", "other")
+        )
+        return c.request(91, 0, asgo.AlterShareGroupOffsetsRequest(group_id=group, topics=topics))
+
+    assert alter(mallory, "share-adm").error_code == GROUP_DENIED
+    r = alter(carol, "share-adm")
+    errors = {(t.topic_name, p.partition_index): p.error_code for t in r.responses for p in t.partitions}
+    assert r.error_code == 0 and errors == {("secure", 0): 0, ("other", 0): TOPIC_DENIED}
+
+    def describe(c, group: str, topics: tuple[str, ...] | None):  # type: ignore[no-untyped-def]
+        ts = (
+            None
+            if topics is None
+            else tuple(dsgof.DescribeShareGroupOffsetsRequestTopic(n, (0,)) for n in topics)
+        )
+        req = dsgof.DescribeShareGroupOffsetsRequest(
+            groups=(dsgof.DescribeShareGroupOffsetsRequestGroup(group, ts),)
+        )
+        return c.request(90, 1, req).groups[0]
+
+    assert describe(mallory, "share-adm", ("secure",)).error_code == GROUP_DENIED
+    g = describe(carol, "share-adm", ("secure", "other"))
+    got = {t.topic_name: (t.partitions[0].start_offset, t.partitions[0].error_code) for t in g.topics}
+    assert g.error_code == 0 and got == {"secure": (0, 0), "other": (-1, TOPIC_DENIED)}
+    assert [t.topic_name for t in describe(carol, "share-adm", None).topics] == ["secure"]
+
+    def delete(c, group: str):  # type: ignore[no-untyped-def]
+        topics = tuple(dsgo.DeleteShareGroupOffsetsRequestTopic(n) for n in ("secure", "other"))
+        return c.request(92, 0, dsgo.DeleteShareGroupOffsetsRequest(group_id=group, topics=topics))
+
+    assert delete(carol, "share-adm").error_code == GROUP_DENIED  # READ is not DELETE
+    grant_delete = AclBinding(
+        ResourceType.GROUP, "share-adm", lit, "User:carol", "*", AclOperation.DELETE, allow
+    )
+    for f in admin.create_acls([grant_delete]).values():
+        f.result(15)
+    r = delete(carol, "share-adm")
+    assert r.error_code == 0
+    assert {t.topic_name: t.error_code for t in r.responses} == {"secure": 0, "other": TOPIC_DENIED}

@@ -96,3 +96,6 @@ def test_versions_offered() -> None:
     assert SUPPORTED[ApiKey.SHARE_GROUP_DESCRIBE] == (1, 1)
     assert SUPPORTED[ApiKey.SHARE_FETCH] == (1, 2)
     assert SUPPORTED[ApiKey.SHARE_ACKNOWLEDGE] == (1, 2)
+    assert SUPPORTED[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS] == (0, 1)
+    assert SUPPORTED[ApiKey.ALTER_SHARE_GROUP_OFFSETS] == (0, 0)
+    assert SUPPORTED[ApiKey.DELETE_SHARE_GROUP_OFFSETS] == (0, 0)

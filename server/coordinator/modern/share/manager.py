@@ -231,6 +231,16 @@ class ShareGroupManager:
     def has(self, group_id: str) -> bool:
         return group_id in self.groups
 
+    def is_other_group(self, group_id: str) -> bool:
+        """Whether a classic or consumer group owns this id (then it is no share group's)."""
+        return self._is_other_group(group_id)
+
+    def initialized(self, group_id: str) -> dict[str, tuple[int, ...]]:
+        """The group's initialized share partitions (topic id hex -> partitions); empty for an unknown group
+        (Kafka's initializedShareGroupPartitions, read by DescribeShareGroupOffsets with null Topics)."""
+        g = self.groups.get(group_id)
+        return {} if g is None else {t: tuple(sorted(ps)) for t, ps in g.initialized.items() if ps}
+
     def group(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 
