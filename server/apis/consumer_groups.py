@@ -5,8 +5,8 @@ These handlers translate only: the wire request becomes the machine's `ConsumerG
 topics (ids and partition counts, as Kafka's metadata image), and results go back in the wire shape.
 
 Version notes: both APIs are flexible in every version. Heartbeat v0 lets the server generate the member
-id; v1 adds SubscribedTopicRegex (refused with INVALID_REGULAR_EXPRESSION until regex subscriptions land) and
-requires a client-generated member id. Describe v1 adds the members' MemberType.
+id; v1 adds SubscribedTopicRegex (RE2, resolved by the coordinator; INVALID_REGULAR_EXPRESSION when it does not
+compile) and requires a client-generated member id. Describe v1 adds the members' MemberType.
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ class TopicLookups(Protocol):
 
     def by_id(self, topic_id: uuid.UUID) -> Any: ...
 
+    def names(self) -> list[str]: ...
+
+    def is_internal(self, name: str | None) -> bool: ...
+
 
 class LogTopicImage:
     """The coordinator's `TopicImage` over the log's topics (read at the moment of each call)."""
@@ -55,6 +59,11 @@ class LogTopicImage:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         info: _TopicInfo | None = self._topics.by_id(topic_id)
         return None if info is None else info.name
+
+    def topic_names(self) -> frozenset[str]:
+        """What a regex subscription may match: every topic but the internal `__consumer_offsets` (it has no
+        log here to fetch from; see docs/differences.md)."""
+        return frozenset(n for n in self._topics.names() if not self._topics.is_internal(n))
 
 
 def consumer_group_heartbeat(ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest) -> Any:

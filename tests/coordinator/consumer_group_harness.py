@@ -30,6 +30,9 @@ class Image:
     def topic_by_name(self, name: str) -> tuple[uuid.UUID, int] | None:
         return self.topics.get(name)
 
+    def topic_names(self) -> frozenset[str]:
+        return frozenset(self.topics)
+
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return next((n for n, (t, _) in self.topics.items() if t == topic_id), None)
 

@@ -106,7 +106,7 @@ REQUESTS = st.fixed_dictionaries(
         "rebalance_timeout_ms": st.sampled_from([-1, 0, 5, 300000]),
         "assignor": st.none() | st.sampled_from(["uniform", "range", "sticky"]),
         "version": st.sampled_from([0, 1]),
-        "regex": st.none() | st.sampled_from(["", "fo.*"]),
+        "regex": st.none() | st.sampled_from(["", "fo.*", "ba.*|foo", "("]),
     }
 )
 

@@ -33,6 +33,7 @@ from groupcoord.server.coordinator.modern.consumer.reconciliation import (
     CurrentAssignmentBuilder,
     FencedMemberEpochError,
 )
+from groupcoord.server.coordinator.modern.consumer.regex import InvalidRegularExpression, RegexResolver
 from groupcoord.server.coordinator.modern.consumer.target import (
     compute_target,
     metadata_hash,
@@ -88,6 +89,7 @@ class ConsumerGroupManager:
         self._new_id = id_factory or (lambda: str(uuid.uuid4()))
         # (group, member) -> the member epoch its rebalance timer was armed at
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.regexes = RegexResolver()
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -127,12 +129,6 @@ class ConsumerGroupManager:
                 E.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
                 f"{', '.join(self.config.assignors)}.",
-            )
-        if req.subscribed_topic_regex:
-            # regex subscriptions (KIP-848 §2.5) are not part of this landing: refused, never ignored
-            raise HeartbeatError(
-                E.INVALID_REGULAR_EXPRESSION,
-                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not supported by this coordinator yet.",
             )
 
     # =================================================================================== heartbeat
@@ -195,7 +191,13 @@ class ConsumerGroupManager:
             client_host=req.client_host,
         )
         new_member = req.member_id not in g.members and replaced is None
-        subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        regex = updated.subscribed_topic_regex or None
+        regex_changed = regex != (member.subscribed_topic_regex or None)
+        if regex is not None and regex_changed:
+            try:
+                self.regexes.validate(regex)  # Kafka compiles a regex new to the group (spec §2.5)
+            except InvalidRegularExpression as err:
+                raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(err)) from None
         records: list[ConsumerGroupRecord] = []
         if replaced is not None:
             records += codec.member_tombstones(g.group_id, replaced.member_id)
@@ -203,10 +205,25 @@ class ConsumerGroupManager:
             records.append(codec.member_metadata(g.group_id, updated))
         # the group epoch: bumped by a subscription change or a change of the subscribed topics' metadata
         old_for_names = replaced if replaced is not None else g.members.get(member_id)
-        names = g.names_with(old_for_names, updated)
+        # regexes resolve here, at once, against the topics this heartbeat sees (Kafka: asynchronously)
+        regexes = g.regexes_with(old_for_names, updated)
+        resolved = self.regexes.resolve(regexes, topics.topic_names()) if regexes else {}
+        prev = g.resolved  # None just after load: the metadata hash alone tells what changed meanwhile
+        resolution_changed = prev is not None and any(
+            r in prev and prev[r] != ts for r, ts in resolved.items()
+        )
+        own_resolution_changed = (
+            regex is not None and prev is not None and regex in prev and prev[regex] != resolved[regex]
+        )
+        subscription_changed = (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or regex_changed
+            or own_resolution_changed
+        )
+        names = g.names_with(old_for_names, updated, resolved)
         new_hash = metadata_hash(names, topics)
         group_epoch = g.group_epoch
-        if subscription_changed or new_hash != g.metadata_hash:
+        if subscription_changed or resolution_changed or new_hash != g.metadata_hash:
             group_epoch += 1
             records.append(codec.group_metadata(g.group_id, group_epoch, new_hash))
         # the target assignment (the group's maps are copied only when they change: a steady-state heartbeat
@@ -223,7 +240,7 @@ class ConsumerGroupManager:
                 members.pop(replaced.member_id, None)
             members[member_id] = updated
             assignor = g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
-            new_target = compute_target(assignor, members, target, topics)
+            new_target = compute_target(assignor, members, target, topics, resolved)
             for mid in sorted(new_target):
                 if mid not in target or dict(new_target[mid]) != dict(target[mid]):
                     records.append(codec.target_member(g.group_id, mid, new_target[mid]))
@@ -237,6 +254,7 @@ class ConsumerGroupManager:
             g.remove_member(replaced.member_id)
             self._cancel_timers(g.group_id, replaced.member_id)
         g.group_epoch, g.metadata_hash = group_epoch, new_hash
+        g.resolved = resolved
         g.target = target
         g.assignment_epoch, g.assignment_timestamp = assignment_epoch, assignment_ts
         g.update_member(updated)
@@ -247,7 +265,7 @@ class ConsumerGroupManager:
                     updated,
                     assignment_epoch,
                     target.get(member_id, {}),
-                    subscribed_topic_ids(updated.subscribed_topic_names, topics),
+                    subscribed_topic_ids(updated.subscribed_topics(resolved), topics),
                     g.partition_epoch,
                     req.topic_partitions,
                     subscription_changed,
