@@ -22,7 +22,8 @@ from groupcoord.server.coordinator.modern.consumer.api import (
     ConsumerGroupHeartbeatResult,
     TopicImage,
 )
-from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.group import DEAD, EMPTY, ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.journal import ConsumerJournal
 from groupcoord.server.coordinator.modern.consumer.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     UNREVOKED_PARTITIONS,
@@ -90,6 +91,7 @@ class ConsumerGroupManager:
         # (group, member) -> the member epoch its rebalance timer was armed at
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
         self.regexes = RegexResolver()
+        self.journal = ConsumerJournal(ctx, self.config.assignors[0])
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -157,6 +159,7 @@ class ConsumerGroupManager:
             if req.member_epoch != 0:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
             g = ConsumerGroup(req.group_id)
+        created, before = g.group_id not in self.groups, g.state
         static_holder = g.static_member(req.instance_id)
         at_max = len(g.members) >= cfg.max_size
         if static_holder is None and at_max and (req.member_id == "" or req.member_id not in g.members):
@@ -223,7 +226,18 @@ class ConsumerGroupManager:
         names = g.names_with(old_for_names, updated, resolved)
         new_hash = metadata_hash(names, topics)
         group_epoch = g.group_epoch
-        if subscription_changed or resolution_changed or new_hash != g.metadata_hash:
+        bumped = subscription_changed or resolution_changed or new_hash != g.metadata_hash
+        if replaced is not None:
+            cause = "static_replacement"
+        elif new_member:
+            cause = "new_member"
+        elif updated.subscribed_topic_names != member.subscribed_topic_names or regex_changed:
+            cause = "subscription_change"
+        elif resolution_changed or own_resolution_changed:
+            cause = "regex_resolution"
+        else:
+            cause = "metadata_change"
+        if bumped:
             group_epoch += 1
             records.append(codec.group_metadata(g.group_id, group_epoch, new_hash))
         # the target assignment (the group's maps are copied only when they change: a steady-state heartbeat
@@ -234,7 +248,8 @@ class ConsumerGroupManager:
             target[member_id] = target.pop(replaced.member_id, {})
             records.append(codec.target_member(g.group_id, member_id, target[member_id]))
         assignment_epoch, assignment_ts = g.assignment_epoch, g.assignment_timestamp
-        if group_epoch > assignment_epoch and self._can_assign(g):
+        assigned = group_epoch > assignment_epoch and self._can_assign(g)
+        if assigned:
             members = dict(g.members)
             if replaced is not None:
                 members.pop(replaced.member_id, None)
@@ -279,6 +294,9 @@ class ConsumerGroupManager:
             self._rebalance_timer(g.group_id, reconciled)
         for r in records:
             self.ctx.fx.record(r)
+        self._journal_heartbeat(
+            g, topics, created, before, cause, bumped, assigned, replaced, new_member, member
+        )
         self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
         full = (
             req.rebalance_timeout_ms != -1
@@ -294,6 +312,40 @@ class ConsumerGroupManager:
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             assignment=reconciled.assigned_partitions() if send else None,
         )
+
+    def _journal_heartbeat(
+        self,
+        g: ConsumerGroup,
+        topics: TopicImage,
+        created: bool,
+        before: str,
+        cause: str,
+        bumped: bool,
+        assigned: bool,
+        replaced: ConsumerGroupMember | None,
+        new_member: bool,
+        old: ConsumerGroupMember,
+    ) -> None:
+        """The heartbeat's journal events, once its changes are applied (docs/journal.md)."""
+        j, now_member = self.journal, g.members[old.member_id]
+        if created:
+            j.event(g, "group_created")
+        if replaced is not None:
+            j.member(g, "member_removed", replaced, "static_replaced", previous_member_id=replaced.member_id)
+        if new_member or replaced is not None:
+            j.member(
+                g,
+                "member_joined",
+                now_member,
+                cause,
+                previous_member_id=None if replaced is None else replaced.member_id,
+            )
+        if bumped:
+            j.event(g, "group_epoch", reason=cause)
+        if assigned:
+            j.target(g, topics, cause if bumped else "assignment_interval")
+        j.reconciliation(g, old, now_member, g.assignment_epoch)
+        j.states(g, before, cause, bumped, assigned)
 
     def _can_assign(self, g: ConsumerGroup) -> bool:
         """Kafka's `canComputeNextTargetAssignment` (KIP-1263's assignment interval)."""
@@ -403,7 +455,7 @@ class ConsumerGroupManager:
                 return ConsumerGroupHeartbeatResult(
                     int(E.NONE), member_id=m.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
                 )
-        self.fence(g, [m.member_id], None)
+        self.fence(g, [m.member_id], None, "left")
         return ConsumerGroupHeartbeatResult(int(E.NONE), member_id=req.member_id, member_epoch=-1)
 
     def _temporary_leave(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
@@ -413,16 +465,25 @@ class ConsumerGroupManager:
             pending_revocation={},
             assigned={t: dict.fromkeys(ps, 0) for t, ps in m.assigned.items()},
         )
+        before = g.state
         g.update_member(left)
+        self.journal.member(g, "member_epoch", left, "static_leave")
+        self.journal.states(g, before, "static_leave", False, False)
         self.ctx.fx.record(codec.current_assignment(g.group_id, left))
         self._cancel(rebalance_key(g.group_id, m.member_id))
 
-    def fence(self, g: ConsumerGroup, member_ids: Iterable[str], topics: TopicImage | None) -> None:
-        """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump."""
+    def fence(
+        self, g: ConsumerGroup, member_ids: Iterable[str], topics: TopicImage | None, reason: str = "left"
+    ) -> None:
+        """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump. `reason`
+        (journal): `left`, `session_timeout`, `rebalance_timeout`."""
         removed = False
+        before = g.state
         for mid in member_ids:
-            if g.remove_member(mid) is None:
+            gone = g.remove_member(mid)
+            if gone is None:
                 continue
+            self.journal.member(g, "member_removed", gone, reason)
             removed = True
             g.target.pop(mid, None)
             for r in codec.member_tombstones(g.group_id, mid):
@@ -434,6 +495,8 @@ class ConsumerGroupManager:
             g.metadata_hash = metadata_hash(g.subscribed_names(), topics)
         g.group_epoch += 1
         self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+        self.journal.event(g, "group_epoch", reason=reason)
+        self.journal.states(g, before, reason, True, False)
 
     # ====================================================================================== timers
 
@@ -461,12 +524,12 @@ class ConsumerGroupManager:
         if g is None or member_id not in g.members:
             return
         if kind == SESSION:
-            self.fence(g, [member_id], None)
+            self.fence(g, [member_id], None, "session_timeout")
         elif kind == REBALANCE:
             epoch = self._rebalance_epochs.pop((group_id, member_id), None)
             m = g.members[member_id]
             if epoch is not None and m.member_epoch == epoch and m.state == UNREVOKED_PARTITIONS:
-                self.fence(g, [member_id], None)
+                self.fence(g, [member_id], None, "rebalance_timeout")
 
     # ============================================================================== load and unload
 
@@ -494,10 +557,13 @@ class ConsumerGroupManager:
             for mid in g.members:
                 self._cancel_timers(gid, mid)
 
-    def delete(self, group_id: str) -> None:
-        """Write the group's tombstones in Kafka's order and drop it (DeleteGroups on an Empty group)."""
+    def delete(self, group_id: str, reason: str = "deleted") -> None:
+        """Write the group's tombstones in Kafka's order and drop it (DeleteGroups on an Empty group; offset
+        expiry: `reason` `expired`)."""
         g = self.groups.pop(group_id, None)
         if g is None:
             return
         for r in codec.group_tombstones(g):
             self.ctx.fx.record(r)
+        self.journal.event(g, "state_change", state_from=EMPTY, state_to=DEAD, reason=reason)
+        self.journal.event(g, "group_deleted", reason=reason)
