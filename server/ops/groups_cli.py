@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
-import io
-import json
 import re
 import sys
 import time
@@ -20,6 +18,7 @@ from groupcoord.protocol.consumer import decode_assignment
 from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.server.ops import groups_consumer as cg
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, error_name
+from groupcoord.server.ops.groups_output import Output, UsageError, fmt
 
 MISSING = "-"
 #: Kafka's GroupState.groupStatesForType(CONSUMER): classic and KIP-848 consumer groups
@@ -107,49 +106,6 @@ def run_groups(args: argparse.Namespace) -> int:
     return code
 
 
-class UsageError(Exception):
-    pass
-
-
-class Output:
-    """Rows for json/csv, formatted text for table; errors go where kafka-consumer-groups.sh puts them."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.rows: list[dict] = []
-        self.errors: list[str] = []
-
-    def table(self, text: str) -> None:
-        if self.mode == "table":
-            print(text)
-
-    def add(self, rows: list[dict]) -> None:
-        self.rows.extend(rows)
-
-    def error(self, msg: str) -> None:
-        self.errors.append(msg)
-        if self.mode == "table":
-            print(f"\nError: {msg}")
-        else:
-            print(f"Error: {msg}", file=sys.stderr)
-
-    def flush(self) -> None:
-        if self.mode == "json":
-            print(json.dumps(self.rows, indent=2))
-        elif self.mode == "csv" and self.rows:
-            buf = io.StringIO()
-            w = csv.DictWriter(buf, fieldnames=list(self.rows[0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(self.rows)
-            print(buf.getvalue(), end="")
-
-
-def _fmt(widths: list[int], values: list[object]) -> str:
-    """printf("%-Ns %-Ms ... %s"): every column padded to its width but the ones past `widths`."""
-    padded = [f"{v!s:<{widths[i]}}" if i < len(widths) else str(v) for i, v in enumerate(values)]
-    return " ".join(padded).rstrip()
-
-
 async def _run(args: argparse.Namespace, out: Output) -> int:
     admin = Admin(args.bootstrap_server, args.timeout_ms / 1000)
     try:
@@ -210,7 +166,7 @@ async def _list(admin: Admin, args: argparse.Namespace, out: Output) -> int:
             head.append("STATE")
             cols.append(lambda g: g.group_state or "Unknown")
         widths = [width] + [20] * (len(head) - 1)
-        out.table("\n".join(_fmt(widths, r) for r in [head] + [[c(g) for c in cols] for g in groups]))
+        out.table("\n".join(fmt(widths, r) for r in [head] + [[c(g) for c in cols] for g in groups]))
     return 0
 
 
@@ -270,9 +226,9 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
                 ]
             )
             out.table(
-                "\n" + _fmt(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
+                "\n" + fmt(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
             )
-            out.table(_fmt(widths, row))
+            out.table(fmt(widths, row))
             continue
         if args.members and not args.offsets:
             if not _exists(group, g.group_state, out):
@@ -291,10 +247,10 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
             cols = [0, 1, 2, 3, 4, 5] if with_instance else [0, 1, 3, 4, 5]
             mins = [15, 15, 17, 15, 15, 15]
             widths = [max([mins[i], *(len(str(r[i] or "")) for r in rows)]) for i in cols]
-            lines = [_fmt(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
+            lines = [fmt(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
             for r in rows:
                 extra = [cg.assignment_string(r[6])] if args.verbose else []
-                lines.append(_fmt(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
+                lines.append(fmt(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
                 out.add([{**dict(zip(keys, r[:6], strict=True)), "assignment": cg.assignment_string(r[6])}])
             out.table("\n" + "\n".join(lines))
             continue
@@ -314,11 +270,11 @@ async def _describe_consumer(admin: Admin, g: object, args: argparse.Namespace, 
         return False
     if args.state and not (args.offsets or args.members):
         node, host, port = await admin.coordinator(g.group_id)
-        row, text = cg.state_view(g, f"{host}:{port}  ({node})", args.verbose, _fmt)
+        row, text = cg.state_view(g, f"{host}:{port}  ({node})", args.verbose, fmt)
         out.add([row])
         out.table(text)
     elif args.members and not args.offsets:
-        rows, text = cg.members_view(g, args.verbose, _fmt)
+        rows, text = cg.members_view(g, args.verbose, fmt)
         out.add(rows)
         out.table(text)
     else:
@@ -338,10 +294,10 @@ def _print_offsets(rows: list[dict], out: Output) -> None:
         max([15, *(len(r["consumer_id"]) for r in rows)]),
         max([15, *(len(r["host"]) for r in rows)]),
     ]
-    lines = [_fmt(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+    lines = [fmt(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                            "CONSUMER-ID", "HOST", "CLIENT-ID"])]  # fmt: skip
     for r in rows:
-        lines.append(_fmt(widths, [MISSING if v is None else v for v in r.values()]))
+        lines.append(fmt(widths, [MISSING if v is None else v for v in r.values()]))
     out.add(rows)
     out.table("\n" + "\n".join(lines) + "\n")
 
@@ -455,8 +411,8 @@ async def _reset(admin: Admin, groups: list[str], args: argparse.Namespace, out:
                         for r in rows))  # fmt: skip
         return 1 if failed else 0
     out.add(rows)
-    lines = [_fmt([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
-    lines += [_fmt([30, 30, 10, 15], list(r.values())) for r in rows]
+    lines = [fmt([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
+    lines += [fmt([30, 30, 10, 15], list(r.values())) for r in rows]
     if plan:
         out.table("\n" + "\n".join(lines))
     return 1 if failed else 0
@@ -612,9 +568,9 @@ async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -
         ]
     )
     width = max([15, *(len(t) for t, _ in results)])
-    lines = [_fmt([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
+    lines = [fmt([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
     lines += [
-        _fmt([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
+        fmt([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
         for (t, p), e in ordered
     ]
     out.table("\n" + "\n".join(lines))
