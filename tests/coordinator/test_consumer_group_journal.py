@@ -124,3 +124,28 @@ def test_the_console_timeline_folds_consumer_group_events_into_rows() -> None:
     assert [j["member_id"] for j in newest["joined"]] == ["m2"]
     assert newest["duration_ms"] > 0
     assert [p["state"] for p in newest["phases"]] == ["Assigning", "Reconciling", "Stable"]
+
+
+def test_after_a_restart_state_changes_start_from_the_loaded_state() -> None:
+    from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupConfig
+    from groupcoord.server.coordinator.shard import GroupCoordinatorShard
+
+    h = Harness()
+    h.hb("m1", 0)
+    h.hb("m2", 0)
+    for _ in range(4):
+        for mid in ("m1", "m2"):
+            m = h.group().members[mid]
+            h.hb(mid, m.member_epoch, owned={t: frozenset(ps) for t, ps in m.assigned.items()})
+    assert h.group().state == "Stable"
+    records = list(h.records)
+    h.shard = GroupCoordinatorShard(consumer_config=ConsumerGroupConfig(assignment_interval_ms=0))
+    for r in records:
+        h.shard.replay(r)
+    h.apply(h.shard.finish_load(h.now))
+    h.events.clear()
+    m2 = h.group().members["m2"]
+    h.hb("m2", m2.member_epoch, owned={t: frozenset(ps) for t, ps in m2.assigned.items()})
+    assert h.events == []  # a steady heartbeat journals nothing
+    h.hb("m2", -1)
+    assert states(h.events)[0] == ("Stable", "Assigning", "left")

@@ -55,6 +55,8 @@ class ConsumerGroup:
         #: regex -> the topic names it resolved to (Kafka's `resolvedRegularExpressions`); None: not resolved
         #: since the group was created or loaded (resolutions are recomputed, not stored)
         self.resolved: dict[str, frozenset[str]] | None = None
+        #: the state the journal last reported (its next state_change starts there; set again on load)
+        self.journaled_state = EMPTY
 
     # ------------------------------------------------------------------------------------------ state
 

@@ -66,10 +66,11 @@ class ConsumerJournal:
             g, "target_assignment", reason=reason, assignment=_named(g.target, topics), member_epoch=None
         )
 
-    def states(self, g: ConsumerGroup, before: str, cause: str | None, bumped: bool, assigned: bool) -> None:
-        """The `state_change` events from `before` to the group's state now, through `Assigning` when the
-        epoch was bumped and `Reconciling` when a target was computed."""
-        after, cur = g.state, before
+    def states(self, g: ConsumerGroup, cause: str | None, bumped: bool, assigned: bool) -> None:
+        """The `state_change` events from the state last journaled to the group's state now, through
+        `Assigning` when the epoch was bumped and `Reconciling` when a target was computed."""
+        after, cur = g.state, g.journaled_state
+        g.journaled_state = after
         if after != EMPTY:
             if bumped and cur != ASSIGNING:
                 self._change(g, cur, ASSIGNING, cause)

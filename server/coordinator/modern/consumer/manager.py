@@ -22,7 +22,7 @@ from groupcoord.server.coordinator.modern.consumer.api import (
     ConsumerGroupHeartbeatResult,
     TopicImage,
 )
-from groupcoord.server.coordinator.modern.consumer.group import DEAD, EMPTY, ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.group import DEAD, ConsumerGroup
 from groupcoord.server.coordinator.modern.consumer.journal import ConsumerJournal
 from groupcoord.server.coordinator.modern.consumer.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -159,7 +159,7 @@ class ConsumerGroupManager:
             if req.member_epoch != 0:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
             g = ConsumerGroup(req.group_id)
-        created, before = g.group_id not in self.groups, g.state
+        created = g.group_id not in self.groups
         static_holder = g.static_member(req.instance_id)
         at_max = len(g.members) >= cfg.max_size
         if static_holder is None and at_max and (req.member_id == "" or req.member_id not in g.members):
@@ -294,9 +294,7 @@ class ConsumerGroupManager:
             self._rebalance_timer(g.group_id, reconciled)
         for r in records:
             self.ctx.fx.record(r)
-        self._journal_heartbeat(
-            g, topics, created, before, cause, bumped, assigned, replaced, new_member, member
-        )
+        self._journal_heartbeat(g, topics, created, cause, bumped, assigned, replaced, new_member, member)
         self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
         full = (
             req.rebalance_timeout_ms != -1
@@ -318,7 +316,6 @@ class ConsumerGroupManager:
         g: ConsumerGroup,
         topics: TopicImage,
         created: bool,
-        before: str,
         cause: str,
         bumped: bool,
         assigned: bool,
@@ -326,7 +323,8 @@ class ConsumerGroupManager:
         new_member: bool,
         old: ConsumerGroupMember,
     ) -> None:
-        """The heartbeat's journal events, once its changes are applied (docs/journal.md)."""
+        """The heartbeat's journal events, once its changes are applied (docs/journal.md). The group's state
+        is computed (O(members)) only when something that decides it changed, never in a steady heartbeat."""
         j, now_member = self.journal, g.members[old.member_id]
         if created:
             j.event(g, "group_created")
@@ -345,7 +343,15 @@ class ConsumerGroupManager:
         if assigned:
             j.target(g, topics, cause if bumped else "assignment_interval")
         j.reconciliation(g, old, now_member, g.assignment_epoch)
-        j.states(g, before, cause, bumped, assigned)
+        if (
+            created
+            or bumped
+            or assigned
+            or replaced is not None
+            or new_member
+            or (now_member.assignment_key() != old.assignment_key())
+        ):
+            j.states(g, cause, bumped, assigned)
 
     def _can_assign(self, g: ConsumerGroup) -> bool:
         """Kafka's `canComputeNextTargetAssignment` (KIP-1263's assignment interval)."""
@@ -465,10 +471,9 @@ class ConsumerGroupManager:
             pending_revocation={},
             assigned={t: dict.fromkeys(ps, 0) for t, ps in m.assigned.items()},
         )
-        before = g.state
         g.update_member(left)
         self.journal.member(g, "member_epoch", left, "static_leave")
-        self.journal.states(g, before, "static_leave", False, False)
+        self.journal.states(g, "static_leave", False, False)
         self.ctx.fx.record(codec.current_assignment(g.group_id, left))
         self._cancel(rebalance_key(g.group_id, m.member_id))
 
@@ -478,7 +483,6 @@ class ConsumerGroupManager:
         """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump. `reason`
         (journal): `left`, `session_timeout`, `rebalance_timeout`."""
         removed = False
-        before = g.state
         for mid in member_ids:
             gone = g.remove_member(mid)
             if gone is None:
@@ -496,7 +500,7 @@ class ConsumerGroupManager:
         g.group_epoch += 1
         self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
         self.journal.event(g, "group_epoch", reason=reason)
-        self.journal.states(g, before, reason, True, False)
+        self.journal.states(g, reason, True, False)
 
     # ====================================================================================== timers
 
@@ -541,6 +545,7 @@ class ConsumerGroupManager:
         ids = self.groups.keys() if group_ids is None else [gid for gid in group_ids if gid in self.groups]
         for gid in list(ids):
             g = self.groups[gid]
+            g.journaled_state = g.state
             for m in g.members.values():
                 self.ctx.fx.timer(
                     ScheduleTimer(
@@ -565,5 +570,5 @@ class ConsumerGroupManager:
             return
         for r in codec.group_tombstones(g):
             self.ctx.fx.record(r)
-        self.journal.event(g, "state_change", state_from=EMPTY, state_to=DEAD, reason=reason)
+        self.journal.event(g, "state_change", state_from=g.journaled_state, state_to=DEAD, reason=reason)
         self.journal.event(g, "group_deleted", reason=reason)
