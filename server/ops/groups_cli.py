@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from groupcoord.protocol.consumer import decode_assignment
 from groupcoord.protocol.errors import ErrorCode as E
+from groupcoord.server.coordinator.modern.consumer.regex import syntax_error
 from groupcoord.server.ops import groups_consumer as cg
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, error_name
 from groupcoord.server.ops.groups_output import Output, UsageError, fmt
@@ -79,7 +80,12 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
     do = actions.add_parser("delete-offsets", help="delete a group's offsets (OffsetDelete, API 47)")
     do.add_argument("--group", required=True)
     do.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P1,P2; repeatable")
-    for sub in (ls, d, r, dl, do):
+    vr = actions.add_parser(
+        "validate-regex",
+        help="check a regex against RE2's syntax, as the coordinator compiles SubscribedTopicRegex",
+    )
+    vr.add_argument("regex")
+    for sub in (ls, d, r, dl, do, vr):
         _common(sub, argparse.SUPPRESS)
 
 
@@ -90,6 +96,13 @@ def _groups(p: argparse.ArgumentParser) -> None:
 
 
 def run_groups(args: argparse.Namespace) -> int:
+    if args.action == "validate-regex":  # Kafka's --validate-regex: no broker needed
+        error = syntax_error(args.regex)
+        if error is None:
+            print(f"The regular expression `{args.regex}` is valid.")
+            return 0
+        print(f"The regular expression `{args.regex}` is invalid: {error}.")
+        return 1
     if not args.bootstrap_server:
         print("groupcoord groups: --bootstrap-server is required", file=sys.stderr)
         return 2

@@ -100,3 +100,12 @@ def test_groups_cli_lists_and_describes_a_consumer_group(server_factory) -> None
     wait_for_sync(
         lambda: json_rows(bs, "describe", "--group", group, "--state")[0]["state"] == "Empty", 60, "Empty"
     )
+
+
+def test_validate_regex_checks_re2_syntax_without_a_broker() -> None:
+    """Kafka's `--validate-regex`: RE2 syntax, Kafka's wording; exit 1 when invalid (scripts can test it)."""
+    ok = cli("127.0.0.1:1", "validate-regex", "orders-.*")
+    assert (ok.returncode, ok.stdout) == (0, "The regular expression `orders-.*` is valid.\n")
+    bad = cli("127.0.0.1:1", "validate-regex", "orders(?=x)")  # look-ahead: Perl, not RE2
+    assert bad.returncode == 1
+    assert bad.stdout.startswith("The regular expression `orders(?=x)` is invalid: ")

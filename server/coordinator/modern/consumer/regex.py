@@ -42,6 +42,16 @@ def compile_regex(regex: str) -> Any:
         ) from None
 
 
+def syntax_error(regex: str) -> str | None:
+    """RE2's description of what is wrong with `regex`, None when it compiles (`groupcoord groups
+    validate-regex`, Kafka's `ConsumerGroupCommand.validateRegex`)."""
+    try:
+        re2.compile(regex, _OPTIONS)
+    except Exception as err:
+        return _description(err)
+    return None
+
+
 class RegexResolver:
     """Compiled patterns and their last resolution, per regex: reused while the topic names do not change."""
 
