@@ -85,6 +85,8 @@ class ConsumerGroup:
 
     def regexes_with(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> set[str]:
         """The group's regexes if `old` were replaced by `new`."""
+        if not self._regexes and (new is None or not new.subscribed_topic_regex):
+            return set()  # the usual case, on every heartbeat: no regex anywhere
         regexes = Counter(self._regexes)
         if old is not None and old.subscribed_topic_regex:
             regexes[old.subscribed_topic_regex] -= 1

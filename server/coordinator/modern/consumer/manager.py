@@ -294,7 +294,8 @@ class ConsumerGroupManager:
             self._rebalance_timer(g.group_id, reconciled)
         for r in records:
             self.ctx.fx.record(r)
-        self._journal_heartbeat(g, topics, created, cause, bumped, assigned, replaced, new_member, member)
+        if created or bumped or assigned or replaced is not None or new_member or reconciled is not updated:
+            self._journal_heartbeat(g, topics, created, cause, bumped, assigned, replaced, new_member, member)
         self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
         full = (
             req.rebalance_timeout_ms != -1
