@@ -50,6 +50,9 @@ JOURNAL_SCHEMA = StructType(
                 StructType([StructField("committed", LongType()), StructField("log_end", LongType())]),
             ),
         ),
+        # consumer-group (KIP-848) events: the member's epoch; member_reconciled: target computed -> reconciled
+        StructField("member_epoch", LongType()),
+        StructField("duration_ms", LongType()),
     ]
 )
 

@@ -2,7 +2,8 @@
 `handleConsumerGroupDescribe`), in a module of their own beside `authz_txn` and `authz_admin`.
 
 ConsumerGroupHeartbeat: READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on every subscribed
-topic name (TOPIC_AUTHORIZATION_FAILED; nothing is created). ConsumerGroupDescribe: DESCRIBE on each group,
+topic name (TOPIC_AUTHORIZATION_FAILED; nothing is created); a regex resolves only to topics the principal may
+DESCRIBE (the handler's `LogTopicImage`). ConsumerGroupDescribe: DESCRIBE on each group,
 a denied group's entry gets GROUP_AUTHORIZATION_FAILED, and one whose members' assignments or targets name a
 topic the caller may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED without members; AuthorizedOperations from
 the ACLs when asked for.

@@ -5,13 +5,14 @@ These handlers translate only: the wire request becomes the machine's `ConsumerG
 topics (ids and partition counts, as Kafka's metadata image), and results go back in the wire shape.
 
 Version notes: both APIs are flexible in every version. Heartbeat v0 lets the server generate the member
-id; v1 adds SubscribedTopicRegex (refused with INVALID_REGULAR_EXPRESSION until regex subscriptions land) and
-requires a client-generated member id. Describe v1 adds the members' MemberType.
+id; v1 adds SubscribedTopicRegex (RE2, resolved by the coordinator; INVALID_REGULAR_EXPRESSION when it does not
+compile) and requires a client-generated member id. Describe v1 adds the members' MemberType.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.protocol.errors import ErrorCode
@@ -19,6 +20,7 @@ from groupcoord.protocol.messages import consumer_group_describe as cgd
 from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
 from groupcoord.server.coordinator.modern.consumer import api as m
 from groupcoord.server.net.dispatch import then
+from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -39,12 +41,19 @@ class TopicLookups(Protocol):
 
     def by_id(self, topic_id: uuid.UUID) -> Any: ...
 
+    def names(self) -> list[str]: ...
+
+    def is_internal(self, name: str | None) -> bool: ...
+
 
 class LogTopicImage:
-    """The coordinator's `TopicImage` over the log's topics (read at the moment of each call)."""
+    """The coordinator's `TopicImage` over the log's topics (read at the moment of each call). `visible`: with
+    an authorizer, the topics the requesting principal may DESCRIBE, the only ones a regex it sends may resolve
+    to (Kafka's `TopicRegexResolver.filterTopicDescribeAuthorizedTopics`)."""
 
-    def __init__(self, topics: TopicLookups) -> None:
+    def __init__(self, topics: TopicLookups, visible: Callable[[str], bool] | None = None) -> None:
         self._topics = topics
+        self._visible = visible
 
     def topic_by_name(self, name: str) -> tuple[uuid.UUID, int] | None:
         info: _TopicInfo | None = self._topics.get(name)
@@ -55,6 +64,16 @@ class LogTopicImage:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         info: _TopicInfo | None = self._topics.by_id(topic_id)
         return None if info is None else info.name
+
+    def topic_names(self) -> frozenset[str]:
+        """What a regex subscription may match: every topic but the internal `__consumer_offsets` (it has no
+        log here to fetch from; see docs/differences.md)."""
+        visible = self._visible
+        return frozenset(
+            n
+            for n in self._topics.names()
+            if not self._topics.is_internal(n) and (visible is None or visible(n))
+        )
 
 
 def consumer_group_heartbeat(ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest) -> Any:
@@ -79,7 +98,15 @@ def consumer_group_heartbeat(ctx: RequestContext, req: cgh.ConsumerGroupHeartbea
         client_id=ctx.client_id or "",
         client_host=ctx.client_host,
     )
-    image = LogTopicImage(ctx.services.topics)
+    access = ctx.services.access
+    visible = None
+    if access.enabled:  # every heartbeat may resolve the group's regexes, not only one that sends a regex
+        principal, host = ctx.principal, ctx.conn.peer_host
+
+        def visible(name: str) -> bool:
+            return access.authorize(principal, host, DESCRIBE, TOPIC, name)
+
+    image = LogTopicImage(ctx.services.topics, visible)
     machine = ctx.services.machine
     return then(
         ctx.services.runtime.call_parked(
@@ -122,7 +149,15 @@ def _assignment(parts: tuple[m.DescribedTopicPartitions, ...]) -> cgd.DescribedA
 
 
 def consumer_group_describe(ctx: RequestContext, req: cgd.ConsumerGroupDescribeRequest) -> Any:
-    image = LogTopicImage(ctx.services.topics)
+    access = ctx.services.access
+    visible = None
+    if access.enabled:  # every heartbeat may resolve the group's regexes, not only one that sends a regex
+        principal, host = ctx.principal, ctx.conn.peer_host
+
+        def visible(name: str) -> bool:
+            return access.authorize(principal, host, DESCRIBE, TOPIC, name)
+
+    image = LogTopicImage(ctx.services.topics, visible)
     machine = ctx.services.machine
     described = iter(machine.consumer_group_describe([gid for gid in req.group_ids if gid], image))
     groups = []

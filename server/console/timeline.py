@@ -1,7 +1,7 @@
 """Rebalances as they happen, folded from journal events into a bounded timeline per group.
 
-A rebalance is what docs/journal.md defines: the span from a `state_change` to `PreparingRebalance` until the
-next `state_change` to `Stable` or `Empty` of the same group; its cause is the reason of the transition that
+A rebalance is what docs/journal.md defines: the span from a `state_change` to `PreparingRebalance` (a consumer
+group's: to `Assigning` or `Reconciling`) until the next `state_change` to `Stable` or `Empty` of the same group; its cause is the reason of the transition that
 opened it. Members that joined or left during the span (or just before it opened: a JoinGroup adds the member
 before the group changes state) are listed on its row. A static member that rejoins without a rebalance is a
 replacement, listed apart.
@@ -16,7 +16,9 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-OPENING = "PreparingRebalance"
+#: a classic group's rebalance opens at PreparingRebalance; a consumer group's (KIP-848) at its group epoch bump
+#: (Assigning) or at Reconciling when the target was computed in the same heartbeat
+OPENING = ("PreparingRebalance", "Assigning", "Reconciling")
 CLOSING = ("Stable", "Empty")
 #: a group's members that joined/left with no rebalance open are kept for this long to be put on the next row
 STASH_MS = 60_000
@@ -150,7 +152,7 @@ class RebalanceTimeline:
     def _state_change(self, tl: GroupTimeline, ts: int, ev: dict[str, Any]) -> None:
         to = ev.get("state_to")
         generation = ev.get("generation")
-        if to == OPENING and tl.open is None:
+        if to in OPENING and tl.open is None:
             tl.open = Rebalance(ts, ev.get("reason"), int(generation or 0))
             if ts - tl.stash_ms <= STASH_MS:
                 tl.open.joined.extend(tl.stash_joined)

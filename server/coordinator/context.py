@@ -38,6 +38,8 @@ EVENT_KEYS = (
     "skip_assignment",
     "assignment",
     "offsets",
+    "member_epoch",
+    "duration_ms",
 )
 
 

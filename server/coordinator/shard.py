@@ -431,7 +431,7 @@ class GroupCoordinatorShard:
                 self.offset_manager.cleanup_expired_by_commit_time(cg.group_id, subscribed, now_ms)
                 and not cg.members
             ):
-                self.consumer_manager.delete(cg.group_id)
+                self.consumer_manager.delete(cg.group_id, "expired")
                 self.offset_manager.remove_group(cg.group_id)
         return fx
 

@@ -15,6 +15,7 @@ from typing import Any
 from groupcoord.protocol.api import SUPPORTED, ApiKey
 from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import consumer_group_describe as cgd
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
 from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest
@@ -40,7 +41,7 @@ CAPS = {
     ApiKey.OFFSET_FETCH: 7,
     ApiKey.LIST_OFFSETS: 7,
     ApiKey.OFFSET_COMMIT: 7,
-    ApiKey.LIST_GROUPS: 4,
+    ApiKey.LIST_GROUPS: 5,  # v5: GroupType (Classic, Consumer) for `list --type`
     ApiKey.DESCRIBE_GROUPS: 5,
     ApiKey.DELETE_GROUPS: 2,
     ApiKey.API_VERSIONS: 3,
@@ -200,6 +201,24 @@ class Admin:
         g = resp.groups[0]
         if g.error_code:
             raise AdminError(f"DescribeGroups '{group}': {error_name(g.error_code)}")
+        return g
+
+    async def consumer_describe(self, group: str) -> cgd.DescribedGroup | None:
+        """ConsumerGroupDescribe (69), as Kafka's admin tries it first: None when the group is not a KIP-848
+        consumer group (GROUP_ID_NOT_FOUND) or the broker lacks the API, so the caller uses DescribeGroups."""
+        c = await self.coordinator_conn(group)
+        try:
+            c.version(ApiKey.CONSUMER_GROUP_DESCRIBE)
+        except AdminError:
+            return None
+        resp = await c.call(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, cgd.ConsumerGroupDescribeRequest(group_ids=(group,))
+        )
+        g: cgd.DescribedGroup = resp.groups[0]
+        if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code:
+            raise AdminError(f"ConsumerGroupDescribe '{group}': {error_name(g.error_code)}")
         return g
 
     async def committed(self, group: str) -> dict[tuple[str, int], int]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
-import io
-import json
 import re
 import sys
 import time
@@ -18,10 +16,16 @@ from datetime import UTC, datetime
 
 from groupcoord.protocol.consumer import decode_assignment
 from groupcoord.protocol.errors import ErrorCode as E
+from groupcoord.server.coordinator.modern.consumer.regex import syntax_error
+from groupcoord.server.ops import groups_consumer as cg
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, error_name
+from groupcoord.server.ops.groups_output import Output, UsageError, fmt
 
 MISSING = "-"
-STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Empty", "Dead")
+#: Kafka's GroupState.groupStatesForType(CONSUMER): classic and KIP-848 consumer groups
+STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
+#: ListGroups v5 GroupType -> Kafka's GroupType name (what `list --type` prints)
+TYPES = {"classic": "Classic", "consumer": "Consumer"}
 
 
 def _common(parser: argparse.ArgumentParser, default: object) -> None:
@@ -38,6 +42,13 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="list groups (kafka-consumer-groups.sh --list)")
     ls.add_argument("--state", nargs="?", const="", default=None, help="show states; filter: comma-separated")
+    ls.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        default=None,
+        help="show types (Classic, Consumer); filter: comma-separated",
+    )
     d = actions.add_parser("describe", help="describe groups (--offsets is the default view)")
     _groups(d)
     for flag in ("--offsets", "--members", "--state"):
@@ -69,7 +80,12 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
     do = actions.add_parser("delete-offsets", help="delete a group's offsets (OffsetDelete, API 47)")
     do.add_argument("--group", required=True)
     do.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P1,P2; repeatable")
-    for sub in (ls, d, r, dl, do):
+    vr = actions.add_parser(
+        "validate-regex",
+        help="check a regex against RE2's syntax, as the coordinator compiles SubscribedTopicRegex",
+    )
+    vr.add_argument("regex")
+    for sub in (ls, d, r, dl, do, vr):
         _common(sub, argparse.SUPPRESS)
 
 
@@ -80,6 +96,13 @@ def _groups(p: argparse.ArgumentParser) -> None:
 
 
 def run_groups(args: argparse.Namespace) -> int:
+    if args.action == "validate-regex":  # Kafka's --validate-regex: no broker needed
+        error = syntax_error(args.regex)
+        if error is None:
+            print(f"The regular expression `{args.regex}` is valid.")
+            return 0
+        print(f"The regular expression `{args.regex}` is invalid: {error}.")
+        return 1
     if not args.bootstrap_server:
         print("groupcoord groups: --bootstrap-server is required", file=sys.stderr)
         return 2
@@ -94,49 +117,6 @@ def run_groups(args: argparse.Namespace) -> int:
         return 2
     out.flush()
     return code
-
-
-class UsageError(Exception):
-    pass
-
-
-class Output:
-    """Rows for json/csv, formatted text for table; errors go where kafka-consumer-groups.sh puts them."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.rows: list[dict] = []
-        self.errors: list[str] = []
-
-    def table(self, text: str) -> None:
-        if self.mode == "table":
-            print(text)
-
-    def add(self, rows: list[dict]) -> None:
-        self.rows.extend(rows)
-
-    def error(self, msg: str) -> None:
-        self.errors.append(msg)
-        if self.mode == "table":
-            print(f"\nError: {msg}")
-        else:
-            print(f"Error: {msg}", file=sys.stderr)
-
-    def flush(self) -> None:
-        if self.mode == "json":
-            print(json.dumps(self.rows, indent=2))
-        elif self.mode == "csv" and self.rows:
-            buf = io.StringIO()
-            w = csv.DictWriter(buf, fieldnames=list(self.rows[0]), lineterminator="\n")
-            w.writeheader()
-            w.writerows(self.rows)
-            print(buf.getvalue(), end="")
-
-
-def fmt_row(widths: list[int], values: list[object]) -> str:
-    """printf("%-Ns %-Ms ... %s"): every column padded to its width but the ones past `widths`."""
-    padded = [f"{v!s:<{widths[i]}}" if i < len(widths) else str(v) for i, v in enumerate(values)]
-    return " ".join(padded).rstrip()
 
 
 async def _run(args: argparse.Namespace, out: Output) -> int:
@@ -166,19 +146,47 @@ async def _list(admin: Admin, args: argparse.Namespace, out: Output) -> int:
             if s.strip().lower() not in by_lower:
                 raise UsageError(f"Invalid state list '{args.state}'. Valid states are: {', '.join(STATES)}")
             states.append(by_lower[s.strip().lower()])
+    types: set[str] = set()
+    if args.type:
+        parsed = {t.strip().lower() for t in args.type.lower().split(",")}
+        if not parsed <= set(TYPES):
+            raise UsageError(
+                f"Invalid types list '{args.type}'. Valid types are: {', '.join(sorted(TYPES.values()))}"
+            )
+        types = parsed
     groups = [g for g in await admin.list_groups(states) if g.protocol_type in ("consumer", "")]
-    out.add([{"group": g.group_id, "state": g.group_state or "Unknown"} for g in groups])
-    if args.state is None:
+    if types:
+        groups = [g for g in groups if _type(g.group_type, g.protocol_type).lower() in types]
+    out.add(
+        [
+            {
+                "group": g.group_id,
+                "type": _type(g.group_type, g.protocol_type),
+                "state": g.group_state or "Unknown",
+            }
+            for g in groups
+        ]
+    )
+    if args.state is None and args.type is None:
         out.table("\n".join(g.group_id for g in groups))
     else:
         width = max([15, *(len(g.group_id) for g in groups)]) + 10
-        out.table(
-            "\n".join(
-                fmt_row([width, 20], r)
-                for r in [["GROUP", "STATE"]] + [[g.group_id, g.group_state] for g in groups]
-            )
-        )
+        head, cols = ["GROUP"], [lambda g: g.group_id]
+        if args.type is not None:
+            head.append("TYPE")
+            cols.append(lambda g: _type(g.group_type, g.protocol_type))
+        if args.state is not None:
+            head.append("STATE")
+            cols.append(lambda g: g.group_state or "Unknown")
+        widths = [width] + [20] * (len(head) - 1)
+        out.table("\n".join(fmt(widths, r) for r in [head] + [[c(g) for c in cols] for g in groups]))
     return 0
+
+
+def _type(group_type: str, protocol_type: str) -> str:
+    """Kafka's GroupType name; a broker below ListGroups v5 names none (Kafka's admin: Classic for a group
+    with a protocol type, which every listed group here has)."""
+    return TYPES.get(group_type.lower(), "Unknown") if group_type else "Classic"
 
 
 def _parts(assignment: bytes) -> list[tuple[str, int]]:
@@ -198,7 +206,7 @@ def _exists(group: str, state: str, out: Output) -> bool:
         return False
     if state == "Empty":
         print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
-    elif state in ("PreparingRebalance", "CompletingRebalance"):
+    elif state in ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"):
         print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
     return True
 
@@ -206,6 +214,10 @@ def _exists(group: str, state: str, out: Output) -> bool:
 async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, out: Output) -> int:
     failed = False
     for group in sorted(groups):
+        modern = await admin.consumer_describe(group)
+        if modern is not None:
+            failed |= not await _describe_consumer(admin, modern, args, out)
+            continue
         g = await admin.describe(group)
         if args.state and not (args.offsets or args.members):
             if not _exists(group, g.group_state, out):
@@ -227,10 +239,9 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
                 ]
             )
             out.table(
-                "\n"
-                + fmt_row(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
+                "\n" + fmt(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
             )
-            out.table(fmt_row(widths, row))
+            out.table(fmt(widths, row))
             continue
         if args.members and not args.offsets:
             if not _exists(group, g.group_state, out):
@@ -249,52 +260,68 @@ async def _describe(admin: Admin, groups: list[str], args: argparse.Namespace, o
             cols = [0, 1, 2, 3, 4, 5] if with_instance else [0, 1, 3, 4, 5]
             mins = [15, 15, 17, 15, 15, 15]
             widths = [max([mins[i], *(len(str(r[i] or "")) for r in rows)]) for i in cols]
-            lines = [fmt_row(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
+            lines = [fmt(widths, [heads[i] for i in cols] + (["ASSIGNMENT"] if args.verbose else []))]
             for r in rows:
-                extra = [_assignment_string(r[6])] if args.verbose else []
-                lines.append(fmt_row(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
-                out.add([{**dict(zip(keys, r[:6], strict=True)), "assignment": _assignment_string(r[6])}])
+                extra = [cg.assignment_string(r[6])] if args.verbose else []
+                lines.append(fmt(widths, [r[i] if r[i] is not None else MISSING for i in cols] + extra))
+                out.add([{**dict(zip(keys, r[:6], strict=True)), "assignment": cg.assignment_string(r[6])}])
             out.table("\n" + "\n".join(lines))
             continue
         if not _exists(group, g.group_state, out):
             failed = True
             continue
-        rows = await _offset_rows(admin, group, g.members)
-        widths = [
-            max([15, *(len(r["group"]) for r in rows)]),
-            max([15, *(len(r["topic"]) for r in rows)]),
-            10,
-            15,
-            15,
-            15,
-            max([15, *(len(r["consumer_id"]) for r in rows)]),
-            max([15, *(len(r["host"]) for r in rows)]),
-        ]
-        lines = [fmt_row(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-                               "CONSUMER-ID", "HOST", "CLIENT-ID"])]  # fmt: skip
-        for r in rows:
-            lines.append(fmt_row(widths, [MISSING if v is None else v for v in r.values()]))
-        out.add(rows)
-        out.table("\n" + "\n".join(lines) + "\n")
+        owners = [(m.member_id, m.client_host, m.client_id, _parts(m.member_assignment)) for m in g.members]
+        _print_offsets(await _offset_rows(admin, group, owners), out)
     return 1 if failed else 0
 
 
-def _assignment_string(parts: list[tuple[str, int]]) -> str:
-    by_topic: dict[str, list[int]] = {}
-    for t, p in parts:
-        by_topic.setdefault(t, []).append(p)
-    if not by_topic:
-        return MISSING
-    return ";".join(f"{t}:" + ",".join(map(str, sorted(ps))) for t, ps in sorted(by_topic.items()))
+async def _describe_consumer(admin: Admin, g: object, args: argparse.Namespace, out: Output) -> bool:
+    """A KIP-848 consumer group (ConsumerGroupDescribe): Kafka 4.3's --members and --state columns; the offsets
+    view as for a classic group. False when the group does not exist (Dead)."""
+    assert isinstance(g, cg.cgd.DescribedGroup)
+    if not _exists(g.group_id, g.group_state, out):
+        return False
+    if args.state and not (args.offsets or args.members):
+        node, host, port = await admin.coordinator(g.group_id)
+        row, text = cg.state_view(g, f"{host}:{port}  ({node})", args.verbose, fmt)
+        out.add([row])
+        out.table(text)
+    elif args.members and not args.offsets:
+        rows, text = cg.members_view(g, args.verbose, fmt)
+        out.add(rows)
+        out.table(text)
+    else:
+        _print_offsets(await _offset_rows(admin, g.group_id, cg.owners(g)), out)
+    return True
 
 
-async def _offset_rows(admin: Admin, group: str, members: tuple) -> list[dict]:
+def _print_offsets(rows: list[dict], out: Output) -> None:
+    """The offsets view (printOffsets): one row per partition, the same for both kinds of group."""
+    widths = [
+        max([15, *(len(r["group"]) for r in rows)]),
+        max([15, *(len(r["topic"]) for r in rows)]),
+        10,
+        15,
+        15,
+        15,
+        max([15, *(len(r["consumer_id"]) for r in rows)]),
+        max([15, *(len(r["host"]) for r in rows)]),
+    ]
+    lines = [fmt(widths, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                           "CONSUMER-ID", "HOST", "CLIENT-ID"])]  # fmt: skip
+    for r in rows:
+        lines.append(fmt(widths, [MISSING if v is None else v for v in r.values()]))
+    out.add(rows)
+    out.table("\n" + "\n".join(lines) + "\n")
+
+
+async def _offset_rows(admin: Admin, group: str, members: list[cg.Owner]) -> list[dict]:
     """collectGroupsOffsets: members' partitions first (most partitions first), then committed-but-unowned."""
     committed = await admin.committed(group)
     owned: list[tuple[tuple[str, int], tuple[str, str, str]]] = []
-    for m in sorted(members, key=lambda m: -len(_parts(m.member_assignment))):
-        for tp in sorted(_parts(m.member_assignment)):
-            owned.append((tp, (m.member_id, m.client_host, m.client_id)))
+    for mid, host, client, ps in sorted(members, key=lambda m: -len(m[3])):
+        for tp in sorted(ps):
+            owned.append((tp, (mid, host, client)))
     owned_tps = {tp for tp, _ in owned}
     rest = [(tp, (MISSING, MISSING, MISSING)) for tp in sorted(committed) if tp not in owned_tps]
     ends = await admin.log_offsets([tp for tp, _ in owned + rest], LATEST)
@@ -397,8 +424,8 @@ async def _reset(admin: Admin, groups: list[str], args: argparse.Namespace, out:
                         for r in rows))  # fmt: skip
         return 1 if failed else 0
     out.add(rows)
-    lines = [fmt_row([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
-    lines += [fmt_row([30, 30, 10, 15], list(r.values())) for r in rows]
+    lines = [fmt([30, 30, 10, 15], ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"])]
+    lines += [fmt([30, 30, 10, 15], list(r.values())) for r in rows]
     if plan:
         out.table("\n" + "\n".join(lines))
     return 1 if failed else 0
@@ -554,9 +581,9 @@ async def _delete_offsets(admin: Admin, args: argparse.Namespace, out: Output) -
         ]
     )
     width = max([15, *(len(t) for t, _ in results)])
-    lines = [fmt_row([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
+    lines = [fmt([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"])]
     lines += [
-        fmt_row([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
+        fmt([width, 10, 15], [t, p if p >= 0 else MISSING, _partition_status(e) if e else "Successful"])
         for (t, p), e in ordered
     ]
     out.table("\n" + "\n".join(lines))

@@ -28,7 +28,9 @@ from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.list_groups import ListedGroup, ListGroupsRequest
 from groupcoord.protocol.messages.share_group_describe import DescribedShareGroup, ShareGroupDescribeRequest
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, Connection, error_name
-from groupcoord.server.ops.groups_cli import KAFKA_ERRORS, Output, UsageError, datetime_ms, fmt_row
+from groupcoord.server.ops.groups_cli import KAFKA_ERRORS, datetime_ms
+from groupcoord.server.ops.groups_output import Output, UsageError
+from groupcoord.server.ops.groups_output import fmt as fmt_row
 
 MISSING = "-"
 SHARE_STATES = ("Stable", "Empty", "Dead", "Unknown")  # GroupState.groupStatesForType(SHARE), display names

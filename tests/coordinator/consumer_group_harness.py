@@ -30,6 +30,9 @@ class Image:
     def topic_by_name(self, name: str) -> tuple[uuid.UUID, int] | None:
         return self.topics.get(name)
 
+    def topic_names(self) -> frozenset[str]:
+        return frozenset(self.topics)
+
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return next((n for n, (t, _) in self.topics.items() if t == topic_id), None)
 
@@ -42,6 +45,7 @@ class Harness:
         self.now = 1000
         self.timers: dict[tuple, int] = {}
         self.records: list[ConsumerGroupRecord] = []
+        self.events: list[dict[str, Any]] = []  # journal events, in order
         self.replies: list[tuple[Any, Any]] = []  # every reply of the last `apply`, after_persist's too
 
     def apply(self, fx: Effects, nested: bool = False) -> Effects:
@@ -53,6 +57,7 @@ class Harness:
             elif isinstance(op, CancelTimer):
                 self.timers.pop(op.key, None)
         self.records += [r for r in fx.records if isinstance(r, ConsumerGroupRecord)]
+        self.events += list(fx.events)
         if fx.after_persist is not None:
             more = fx.after_persist(True, self.now)
             if more:

@@ -4,6 +4,8 @@ every subscribed partition owned exactly once and the clients agreeing with the 
 
 from __future__ import annotations
 
+import itertools
+
 from consumer_group_harness import BAR, FOO, Harness
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -106,7 +108,7 @@ REQUESTS = st.fixed_dictionaries(
         "rebalance_timeout_ms": st.sampled_from([-1, 0, 5, 300000]),
         "assignor": st.none() | st.sampled_from(["uniform", "range", "sticky"]),
         "version": st.sampled_from([0, 1]),
-        "regex": st.none() | st.sampled_from(["", "fo.*"]),
+        "regex": st.none() | st.sampled_from(["", "fo.*", "ba.*|foo", "("]),
     }
 )
 
@@ -136,6 +138,11 @@ def test_any_heartbeat_is_answered_and_the_group_stays_consistent(reqs, waits) -
         g = h.group()
         if g is None:
             continue
+        # the journal's state_change events chain, and end at the group's state (docs/journal.md)
+        assert g.journaled_state == g.state
+        changes = [(e["state_from"], e["state_to"]) for e in h.events if e["event"] == "state_change"]
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(changes))
+        assert not changes or changes[-1][1] == g.state
         owners: dict = {}
         for m in g.members.values():
             for a in (m.assigned, m.pending_revocation):

@@ -357,6 +357,35 @@ def test_a_kip848_consumer_group_shows_its_epochs_members_and_assignment(server_
         assert (
             metric(mport, "kafka_server_group_coordinator_metrics_consumer_group_count", state="stable") == 1
         )
+
+        # the journal and the rebalance timeline: each member's join opened a rebalance that closed Stable
+        def closed_rows() -> list[dict[str, Any]]:
+            return [
+                r for r in group_page(mport, gid)["timeline"] if not r["open"] and r["state_to"] == "Stable"
+            ]
+
+        wait_for_sync(lambda: len(closed_rows()) >= 2, 30, "two closed rebalance rows on the console")
+        assert {r["cause"] for r in closed_rows()} == {"new_member"}
+        members[1].close()
+        wait_for_sync(
+            lambda: any(j["reason"] == "left" for r in closed_rows() for j in r["left"]),
+            60,
+            "a rebalance row listing the member that left",
+        )
+        events = journal_events(srv.data_dir, gid)
+        kinds = {e["event"] for e in events}
+        assert {
+            "group_created",
+            "member_joined",
+            "group_epoch",
+            "target_assignment",
+            "member_reconciled",
+        } <= kinds
+        assert {e["client_id"] for e in events if e["event"] == "member_joined"} == {"m0", "m1"}
+        removed = [e for e in events if e["event"] == "member_removed"]
+        assert [(e["client_id"], e["reason"]) for e in removed] == [("m1", "left")]
+        done = [e for e in events if e["event"] == "member_reconciled"]
+        assert all(e["duration_ms"] >= 0 and e["member_epoch"] <= e["generation"] for e in done)
     finally:
         for m in members:
             m.close()

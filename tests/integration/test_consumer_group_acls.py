@@ -71,3 +71,50 @@ def test_heartbeat_and_describe_need_the_group_and_topic_acls(secure: SecureServ
     finally:
         carol.close()
         mallory.close()
+
+
+def test_a_regex_resolves_only_to_topics_the_member_may_describe(secure: SecureServer) -> None:
+    """Kafka's TopicRegexResolver drops the topics the principal may not DESCRIBE: carol's `secure.*` gets
+    `secure` (READ implies DESCRIBE) and never `secure-hidden`."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.integration.test_acls import sasl
+
+    create_acls(secure.sasl_plain)
+    admin = AdminClient(sasl(secure.sasl_plain, "admin", "admin-secret"))
+    for f in admin.create_topics([NewTopic("secure-hidden", 3, 1)]).values():
+        try:
+            f.result(15)
+        except Exception as exc:  # created by an earlier run of this module's server: fine
+            assert "TOPIC_ALREADY_EXISTS" in str(exc)
+    carol, _, _ = scram_login(secure.sasl_plain, "carol-secret", user="carol")
+    admin_conn, _, _ = scram_login(secure.sasl_plain, "admin-secret", user="admin")
+    try:
+        req = ConsumerGroupHeartbeatRequest(
+            group_id="team-rx",
+            member_id="team-rx-m",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=(),
+            subscribed_topic_regex="secure.*",
+            topic_partitions=(),
+        )
+        r = carol.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, req)
+        assert r.error_code == 0, r.error_message
+        assert [len(tp.partitions) for tp in r.assignment.topic_partitions] == [2]
+        # the admin (a super user) resolving the same regex sees both topics
+        sup = ConsumerGroupHeartbeatRequest(
+            group_id="admin-rx",
+            member_id="admin-rx-m",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=(),
+            subscribed_topic_regex="secure.*",
+            topic_partitions=(),
+        )
+        r = admin_conn.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, sup)
+        assert r.error_code == 0, r.error_message
+        assert sorted(len(tp.partitions) for tp in r.assignment.topic_partitions) == [2, 3]
+    finally:
+        carol.close()
+        admin_conn.close()

@@ -16,6 +16,7 @@ from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from tests.integration import drivers
 from tests.integration.helpers import RawClient, wait_for_sync
+from tests.integration.names import unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.owns_server, pytest.mark.timeout(300)]
 
@@ -121,5 +122,26 @@ def test_java_static_member_restarted_without_reassignment(server_factory, run_j
     assert server_view(srv, group) == client_view(restarted)
     # it resumed from its predecessor's commits: only records produced after the restart
     assert restarted["restarted_values"] and all(int(v[1:]) >= 20 for v in restarted["restarted_values"])
+    d.go()
+    d.finish()
+
+
+def test_java_subscription_pattern_picks_up_a_new_matching_topic(server_factory, run_java) -> None:  # type: ignore[no-untyped-def]
+    """`subscribe(SubscriptionPattern)` sends SubscribedTopicRegex: the coordinator resolves it (RE2, full
+    match) and assigns a matching topic created later, bumping the group epoch."""
+    srv = server_factory(*FLAGS)
+    prefix, group = unique("jrx"), unique("jrx-g")
+    d = run_java("RegexDriver", srv.bootstrap, prefix, group)
+    first = d.phase("first")
+    assert first["assignment"] == [f"{prefix}-a-0", f"{prefix}-a-1"]
+    g = describe(srv, group)
+    assert g.members[0].subscribed_topic_regex == f"{prefix}-.*"
+    epoch = g.group_epoch
+    d.go()
+    second = d.phase("second")
+    assert second["assignment"] == sorted(
+        [f"{prefix}-a-0", f"{prefix}-a-1"] + [f"{prefix}-b-{p}" for p in range(3)]
+    )
+    assert describe(srv, group).group_epoch > epoch
     d.go()
     d.finish()

@@ -157,3 +157,35 @@ def test_a_journal_version_newer_than_known_is_reported_and_warned_about(
     assert s["journal_versions"] == [1, newer]
     assert s["total_events"] == 3
     assert f"journal has version {newer}, newer than this report knows" in out.getvalue()
+
+
+def test_consumer_group_events_leave_the_report_working(spark: Any, journal: Any, tmp_path: Path) -> None:
+    """KIP-848 groups journal other states and events (docs/journal.md): the job reads them beside classic
+    ones, counts their member sessions and does not count their epoch bumps as classic rebalances."""
+    from tests.coordinator.consumer_group_harness import FOO, Harness
+
+    j = journal
+    j.create("orders", T0)
+    j.join("orders", "a", T0 + 1)
+    j.rebalance("orders", "new_member", T0 + 2, 100, 10, {"a": ["o-0"]})
+    h = Harness()
+    h.now = T0 + 10
+    h.hb("m1", 0)
+    h.hb("m1", 1, owned={FOO: frozenset(range(6))})
+    h.hb("m2", 0)
+    h.now += 45_001
+    h.advance(0)  # both sessions expire
+    for e in h.events:
+        j.event(
+            e["group"],
+            e["event"],
+            e["ts"],
+            **{k: v for k, v in e.items() if k not in ("group", "event", "ts")},
+        )
+    out = tmp_path / "report"
+    res = run_job(spark, j.write(), out)
+    assert res.events == len(j.lines)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["per_group"]["orders"]["rebalances"] == 1
+    g = s["per_group"]["g"]
+    assert g["members_joined"] == 2 and g["members_expired"] == 2 and g["rebalances"] == 0

@@ -20,6 +20,10 @@ class TopicImage(Protocol):
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
 
+    def topic_names(self) -> frozenset[str]:
+        """Every topic a regex subscription may resolve to (internal topics left out)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StaticTopicImage:
@@ -29,6 +33,9 @@ class StaticTopicImage:
 
     def topic_by_name(self, name: str) -> tuple[uuid.UUID, int] | None:
         return self.topics.get(name)
+
+    def topic_names(self) -> frozenset[str]:
+        return frozenset(self.topics)
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         for name, (tid, _) in self.topics.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.modern.consumer.member import (
@@ -33,7 +33,7 @@ def _indexed(m: ConsumerGroupMember) -> tuple[object, ...]:
     """What the group's indexes are built from (`_index`): equal for two versions of a member, the second
     replaces the first without re-indexing."""
     return (
-        m.subscribed_topic_names, m.server_assignor, m.instance_id, m.member_epoch, m.assigned,
+        m.subscribed_topic_names, m.subscribed_topic_regex, m.server_assignor, m.instance_id, m.member_epoch, m.assigned,
         m.pending_revocation,
     )  # fmt: skip
 
@@ -51,6 +51,12 @@ class ConsumerGroup:
         self._partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self._names: Counter[str] = Counter()  # subscribed topic name -> members subscribing
         self._assignors: Counter[str] = Counter()
+        self._regexes: Counter[str] = Counter()  # non-empty subscribed regex -> members subscribing
+        #: regex -> the topic names it resolved to (Kafka's `resolvedRegularExpressions`); None: not resolved
+        #: since the group was created or loaded (resolutions are recomputed, not stored)
+        self.resolved: dict[str, frozenset[str]] | None = None
+        #: the state the journal last reported (its next state_change starts there; set again on load)
+        self.journaled_state = EMPTY
 
     # ------------------------------------------------------------------------------------------ state
 
@@ -67,16 +73,44 @@ class ConsumerGroup:
         return STABLE_STATE
 
     def subscribed_names(self) -> set[str]:
-        return set(self._names)
+        """Names subscribed by name, and the topics the group's regexes resolved to (Kafka's
+        `subscribedTopicNames`)."""
+        out = set(self._names)
+        for regex in self._regexes:
+            out |= (self.resolved or {}).get(regex, frozenset())
+        return out
 
-    def names_with(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> set[str]:
-        """The group's subscribed names if `old` were replaced by `new` (Kafka's `computeSubscribedTopicNames`)."""
+    def regexes(self) -> set[str]:
+        return set(self._regexes)
+
+    def regexes_with(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> set[str]:
+        """The group's regexes if `old` were replaced by `new`."""
+        if not self._regexes and (new is None or not new.subscribed_topic_regex):
+            return set()  # the usual case, on every heartbeat: no regex anywhere
+        regexes = Counter(self._regexes)
+        if old is not None and old.subscribed_topic_regex:
+            regexes[old.subscribed_topic_regex] -= 1
+        if new is not None and new.subscribed_topic_regex:
+            regexes[new.subscribed_topic_regex] += 1
+        return {r for r, c in regexes.items() if c > 0}
+
+    def names_with(
+        self,
+        old: ConsumerGroupMember | None,
+        new: ConsumerGroupMember | None,
+        resolved: Mapping[str, frozenset[str]] | None = None,
+    ) -> set[str]:
+        """The group's subscribed names if `old` were replaced by `new` (Kafka's `computeSubscribedTopicNames`),
+        the topics of `resolved` (the regexes in use then) included."""
         names = Counter(self._names)
         if old is not None:
             names.subtract(old.subscribed_topic_names)
         if new is not None:
             names.update(new.subscribed_topic_names)
-        return {n for n, c in names.items() if c > 0}
+        out = {n for n, c in names.items() if c > 0}
+        for topics in (resolved or {}).values():
+            out |= topics
+        return out
 
     def preferred_assignor(self, default: str) -> str:
         """The server assignor most members name, ties to the lowest name; none named: `default`."""
@@ -117,10 +151,15 @@ class ConsumerGroup:
     def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
         old = self.members.pop(member_id, None)
         self._unindex(old)
+        regex = old.subscribed_topic_regex if old is not None else None
+        if regex and self.resolved is not None and regex not in self._regexes:
+            self.resolved = {r: ts for r, ts in self.resolved.items() if r != regex}
         return old
 
     def _index(self, m: ConsumerGroupMember) -> None:
         self._names.update(m.subscribed_topic_names)
+        if m.subscribed_topic_regex:
+            self._regexes[m.subscribed_topic_regex] += 1
         if m.server_assignor:
             self._assignors[m.server_assignor] += 1
         if m.instance_id is not None:
@@ -136,6 +175,9 @@ class ConsumerGroup:
             return
         self._names.subtract(m.subscribed_topic_names)
         self._names = +self._names
+        if m.subscribed_topic_regex:
+            self._regexes[m.subscribed_topic_regex] -= 1
+            self._regexes = +self._regexes
         if m.server_assignor:
             self._assignors[m.server_assignor] -= 1
             self._assignors = +self._assignors

@@ -22,7 +22,8 @@ from groupcoord.server.coordinator.modern.consumer.api import (
     ConsumerGroupHeartbeatResult,
     TopicImage,
 )
-from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.group import DEAD, ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.journal import ConsumerJournal
 from groupcoord.server.coordinator.modern.consumer.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     UNREVOKED_PARTITIONS,
@@ -33,6 +34,7 @@ from groupcoord.server.coordinator.modern.consumer.reconciliation import (
     CurrentAssignmentBuilder,
     FencedMemberEpochError,
 )
+from groupcoord.server.coordinator.modern.consumer.regex import InvalidRegularExpression, RegexResolver
 from groupcoord.server.coordinator.modern.consumer.target import (
     compute_target,
     metadata_hash,
@@ -88,6 +90,8 @@ class ConsumerGroupManager:
         self._new_id = id_factory or (lambda: str(uuid.uuid4()))
         # (group, member) -> the member epoch its rebalance timer was armed at
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.regexes = RegexResolver()
+        self.journal = ConsumerJournal(ctx, self.config.assignors[0])
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -128,12 +132,6 @@ class ConsumerGroupManager:
                 f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
                 f"{', '.join(self.config.assignors)}.",
             )
-        if req.subscribed_topic_regex:
-            # regex subscriptions (KIP-848 §2.5) are not part of this landing: refused, never ignored
-            raise HeartbeatError(
-                E.INVALID_REGULAR_EXPRESSION,
-                f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not supported by this coordinator yet.",
-            )
 
     # =================================================================================== heartbeat
 
@@ -161,6 +159,7 @@ class ConsumerGroupManager:
             if req.member_epoch != 0:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
             g = ConsumerGroup(req.group_id)
+        created = g.group_id not in self.groups
         static_holder = g.static_member(req.instance_id)
         at_max = len(g.members) >= cfg.max_size
         if static_holder is None and at_max and (req.member_id == "" or req.member_id not in g.members):
@@ -195,7 +194,13 @@ class ConsumerGroupManager:
             client_host=req.client_host,
         )
         new_member = req.member_id not in g.members and replaced is None
-        subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        regex = updated.subscribed_topic_regex or None
+        regex_changed = regex != (member.subscribed_topic_regex or None)
+        if regex is not None and regex_changed:
+            try:
+                self.regexes.validate(regex)  # Kafka compiles a regex new to the group (spec §2.5)
+            except InvalidRegularExpression as err:
+                raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, str(err)) from None
         records: list[ConsumerGroupRecord] = []
         if replaced is not None:
             records += codec.member_tombstones(g.group_id, replaced.member_id)
@@ -203,10 +208,36 @@ class ConsumerGroupManager:
             records.append(codec.member_metadata(g.group_id, updated))
         # the group epoch: bumped by a subscription change or a change of the subscribed topics' metadata
         old_for_names = replaced if replaced is not None else g.members.get(member_id)
-        names = g.names_with(old_for_names, updated)
+        # regexes resolve here, at once, against the topics this heartbeat sees (Kafka: asynchronously)
+        regexes = g.regexes_with(old_for_names, updated)
+        resolved = self.regexes.resolve(regexes, topics.topic_names()) if regexes else {}
+        prev = g.resolved  # None just after load: the metadata hash alone tells what changed meanwhile
+        resolution_changed = prev is not None and any(
+            r in prev and prev[r] != ts for r, ts in resolved.items()
+        )
+        own_resolution_changed = (
+            regex is not None and prev is not None and regex in prev and prev[regex] != resolved[regex]
+        )
+        subscription_changed = (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or regex_changed
+            or own_resolution_changed
+        )
+        names = g.names_with(old_for_names, updated, resolved)
         new_hash = metadata_hash(names, topics)
         group_epoch = g.group_epoch
-        if subscription_changed or new_hash != g.metadata_hash:
+        bumped = subscription_changed or resolution_changed or new_hash != g.metadata_hash
+        if replaced is not None:
+            cause = "static_replacement"
+        elif new_member:
+            cause = "new_member"
+        elif updated.subscribed_topic_names != member.subscribed_topic_names or regex_changed:
+            cause = "subscription_change"
+        elif resolution_changed or own_resolution_changed:
+            cause = "regex_resolution"
+        else:
+            cause = "metadata_change"
+        if bumped:
             group_epoch += 1
             records.append(codec.group_metadata(g.group_id, group_epoch, new_hash))
         # the target assignment (the group's maps are copied only when they change: a steady-state heartbeat
@@ -217,13 +248,14 @@ class ConsumerGroupManager:
             target[member_id] = target.pop(replaced.member_id, {})
             records.append(codec.target_member(g.group_id, member_id, target[member_id]))
         assignment_epoch, assignment_ts = g.assignment_epoch, g.assignment_timestamp
-        if group_epoch > assignment_epoch and self._can_assign(g):
+        assigned = group_epoch > assignment_epoch and self._can_assign(g)
+        if assigned:
             members = dict(g.members)
             if replaced is not None:
                 members.pop(replaced.member_id, None)
             members[member_id] = updated
             assignor = g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
-            new_target = compute_target(assignor, members, target, topics)
+            new_target = compute_target(assignor, members, target, topics, resolved)
             for mid in sorted(new_target):
                 if mid not in target or dict(new_target[mid]) != dict(target[mid]):
                     records.append(codec.target_member(g.group_id, mid, new_target[mid]))
@@ -237,6 +269,7 @@ class ConsumerGroupManager:
             g.remove_member(replaced.member_id)
             self._cancel_timers(g.group_id, replaced.member_id)
         g.group_epoch, g.metadata_hash = group_epoch, new_hash
+        g.resolved = resolved
         g.target = target
         g.assignment_epoch, g.assignment_timestamp = assignment_epoch, assignment_ts
         g.update_member(updated)
@@ -247,7 +280,7 @@ class ConsumerGroupManager:
                     updated,
                     assignment_epoch,
                     target.get(member_id, {}),
-                    subscribed_topic_ids(updated.subscribed_topic_names, topics),
+                    subscribed_topic_ids(updated.subscribed_topics(resolved), topics),
                     g.partition_epoch,
                     req.topic_partitions,
                     subscription_changed,
@@ -261,6 +294,8 @@ class ConsumerGroupManager:
             self._rebalance_timer(g.group_id, reconciled)
         for r in records:
             self.ctx.fx.record(r)
+        if created or bumped or assigned or replaced is not None or new_member or reconciled is not updated:
+            self._journal_heartbeat(g, topics, created, cause, bumped, assigned, replaced, new_member, member)
         self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
         full = (
             req.rebalance_timeout_ms != -1
@@ -276,6 +311,48 @@ class ConsumerGroupManager:
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             assignment=reconciled.assigned_partitions() if send else None,
         )
+
+    def _journal_heartbeat(
+        self,
+        g: ConsumerGroup,
+        topics: TopicImage,
+        created: bool,
+        cause: str,
+        bumped: bool,
+        assigned: bool,
+        replaced: ConsumerGroupMember | None,
+        new_member: bool,
+        old: ConsumerGroupMember,
+    ) -> None:
+        """The heartbeat's journal events, once its changes are applied (docs/journal.md). The group's state
+        is computed (O(members)) only when something that decides it changed, never in a steady heartbeat."""
+        j, now_member = self.journal, g.members[old.member_id]
+        if created:
+            j.event(g, "group_created")
+        if replaced is not None:
+            j.member(g, "member_removed", replaced, "static_replaced", previous_member_id=replaced.member_id)
+        if new_member or replaced is not None:
+            j.member(
+                g,
+                "member_joined",
+                now_member,
+                cause,
+                previous_member_id=None if replaced is None else replaced.member_id,
+            )
+        if bumped:
+            j.event(g, "group_epoch", reason=cause)
+        if assigned:
+            j.target(g, topics, cause if bumped else "assignment_interval")
+        j.reconciliation(g, old, now_member, g.assignment_epoch)
+        if (
+            created
+            or bumped
+            or assigned
+            or replaced is not None
+            or new_member
+            or (now_member.assignment_key() != old.assignment_key())
+        ):
+            j.states(g, cause, bumped, assigned)
 
     def _can_assign(self, g: ConsumerGroup) -> bool:
         """Kafka's `canComputeNextTargetAssignment` (KIP-1263's assignment interval)."""
@@ -385,7 +462,7 @@ class ConsumerGroupManager:
                 return ConsumerGroupHeartbeatResult(
                     int(E.NONE), member_id=m.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
                 )
-        self.fence(g, [m.member_id], None)
+        self.fence(g, [m.member_id], None, "left")
         return ConsumerGroupHeartbeatResult(int(E.NONE), member_id=req.member_id, member_epoch=-1)
 
     def _temporary_leave(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
@@ -396,15 +473,22 @@ class ConsumerGroupManager:
             assigned={t: dict.fromkeys(ps, 0) for t, ps in m.assigned.items()},
         )
         g.update_member(left)
+        self.journal.member(g, "member_epoch", left, "static_leave")
+        self.journal.states(g, "static_leave", False, False)
         self.ctx.fx.record(codec.current_assignment(g.group_id, left))
         self._cancel(rebalance_key(g.group_id, m.member_id))
 
-    def fence(self, g: ConsumerGroup, member_ids: Iterable[str], topics: TopicImage | None) -> None:
-        """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump."""
+    def fence(
+        self, g: ConsumerGroup, member_ids: Iterable[str], topics: TopicImage | None, reason: str = "left"
+    ) -> None:
+        """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump. `reason`
+        (journal): `left`, `session_timeout`, `rebalance_timeout`."""
         removed = False
         for mid in member_ids:
-            if g.remove_member(mid) is None:
+            gone = g.remove_member(mid)
+            if gone is None:
                 continue
+            self.journal.member(g, "member_removed", gone, reason)
             removed = True
             g.target.pop(mid, None)
             for r in codec.member_tombstones(g.group_id, mid):
@@ -416,6 +500,8 @@ class ConsumerGroupManager:
             g.metadata_hash = metadata_hash(g.subscribed_names(), topics)
         g.group_epoch += 1
         self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+        self.journal.event(g, "group_epoch", reason=reason)
+        self.journal.states(g, reason, True, False)
 
     # ====================================================================================== timers
 
@@ -443,12 +529,12 @@ class ConsumerGroupManager:
         if g is None or member_id not in g.members:
             return
         if kind == SESSION:
-            self.fence(g, [member_id], None)
+            self.fence(g, [member_id], None, "session_timeout")
         elif kind == REBALANCE:
             epoch = self._rebalance_epochs.pop((group_id, member_id), None)
             m = g.members[member_id]
             if epoch is not None and m.member_epoch == epoch and m.state == UNREVOKED_PARTITIONS:
-                self.fence(g, [member_id], None)
+                self.fence(g, [member_id], None, "rebalance_timeout")
 
     # ============================================================================== load and unload
 
@@ -460,6 +546,7 @@ class ConsumerGroupManager:
         ids = self.groups.keys() if group_ids is None else [gid for gid in group_ids if gid in self.groups]
         for gid in list(ids):
             g = self.groups[gid]
+            g.journaled_state = g.state
             for m in g.members.values():
                 self.ctx.fx.timer(
                     ScheduleTimer(
@@ -476,10 +563,13 @@ class ConsumerGroupManager:
             for mid in g.members:
                 self._cancel_timers(gid, mid)
 
-    def delete(self, group_id: str) -> None:
-        """Write the group's tombstones in Kafka's order and drop it (DeleteGroups on an Empty group)."""
+    def delete(self, group_id: str, reason: str = "deleted") -> None:
+        """Write the group's tombstones in Kafka's order and drop it (DeleteGroups on an Empty group; offset
+        expiry: `reason` `expired`)."""
         g = self.groups.pop(group_id, None)
         if g is None:
             return
         for r in codec.group_tombstones(g):
             self.ctx.fx.record(r)
+        self.journal.event(g, "state_change", state_from=g.journaled_state, state_to=DEAD, reason=reason)
+        self.journal.event(g, "group_deleted", reason=reason)

@@ -83,6 +83,13 @@ class ConsumerGroupMember:
             self.pending_revocation,
         )
 
+    def subscribed_topics(self, resolved: Mapping[str, frozenset[str]] | None) -> set[str]:
+        """The names subscribed by name and those its regex resolved to (`resolved`: regex -> topics)."""
+        out = set(self.subscribed_topic_names)
+        if self.subscribed_topic_regex and resolved:
+            out |= resolved.get(self.subscribed_topic_regex, frozenset())
+        return out
+
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == STABLE and self.member_epoch == epoch
 

@@ -42,14 +42,16 @@ def compute_target(
     members: Mapping[str, ConsumerGroupMember],
     current: Mapping[str, Partitions],
     topics: TopicImage,
+    resolved: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, Partitions]:
-    """The new target of every member (raises `PartitionAssignorError`)."""
+    """The new target of every member (raises `PartitionAssignorError`); `resolved`: regex -> topic names."""
     specs = []
     counts: dict[uuid.UUID, int] = {}
     for mid in sorted(members):
         m = members[mid]
-        ids = subscribed_topic_ids(m.subscribed_topic_names, topics)
-        for n in m.subscribed_topic_names:
+        names = m.subscribed_topics(resolved)
+        ids = subscribed_topic_ids(names, topics)
+        for n in names:
             t = topics.topic_by_name(n)
             if t is not None:
                 counts[t[0]] = t[1]
