@@ -17,6 +17,7 @@ acknowledged there, and they never join the share session) and answered TOPIC_AU
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from groupcoord.protocol.messages import alter_share_group_offsets as asgo
@@ -77,71 +78,63 @@ def _readable(ctx: RequestContext, topic_id: Any) -> bool:
     )  # unknown ids are the handler's (UNKNOWN_TOPIC_ID)
 
 
-def share_fetch(handler: Handler) -> Handler:
-    def checked(ctx: RequestContext, req: sf.ShareFetchRequest) -> Any:
+def _group_and_topics_read(
+    handler: Handler, group_denied: Callable[[], Any], topic_denied: Callable[[Any], Any]
+) -> Handler:
+    """ShareFetch's and ShareAcknowledge's check: READ on the group, else `group_denied()`; topics the
+    principal may not READ are taken out of the request and answered `topic_denied(topic)` after the rest."""
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
         if not allowed(ctx, READ, GROUP, req.group_id or ""):
-            return sf.ShareFetchResponse(error_code=GROUP_DENIED)
+            return group_denied()
         denied = [t for t in req.topics if not _readable(ctx, t.topic_id)]
         if not denied:
             return handler(ctx, req)
         kept = tuple(t for t in req.topics if _readable(ctx, t.topic_id))
 
-        def fix(resp: sf.ShareFetchResponse) -> sf.ShareFetchResponse:
+        def fix(resp: Any) -> Any:
             if resp.error_code:
                 return resp
-            extra = tuple(
-                sf.ShareFetchableTopicResponse(
-                    topic_id=t.topic_id,
-                    partitions=tuple(
-                        sf.SharePartitionData(
-                            partition_index=p.partition_index,
-                            error_code=TOPIC_DENIED,
-                            acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
-                            current_leader=NO_LEADER,
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in denied
-            )
-            return _replace(resp, responses=resp.responses + extra)
+            return _replace(resp, responses=resp.responses + tuple(topic_denied(t) for t in denied))
 
         return then(handler(ctx, _replace(req, topics=kept)), fix)
 
     return checked
+
+
+def share_fetch(handler: Handler) -> Handler:
+    return _group_and_topics_read(
+        handler,
+        lambda: sf.ShareFetchResponse(error_code=GROUP_DENIED),
+        lambda t: sf.ShareFetchableTopicResponse(
+            topic_id=t.topic_id,
+            partitions=tuple(
+                sf.SharePartitionData(
+                    partition_index=p.partition_index,
+                    error_code=TOPIC_DENIED,
+                    acknowledge_error_code=TOPIC_DENIED if p.acknowledgement_batches else 0,
+                    current_leader=NO_LEADER,
+                )
+                for p in t.partitions
+            ),
+        ),
+    )
 
 
 def share_acknowledge(handler: Handler) -> Handler:
-    def checked(ctx: RequestContext, req: sa.ShareAcknowledgeRequest) -> Any:
-        if not allowed(ctx, READ, GROUP, req.group_id or ""):
-            return sa.ShareAcknowledgeResponse(error_code=GROUP_DENIED)
-        denied = [t for t in req.topics if not _readable(ctx, t.topic_id)]
-        if not denied:
-            return handler(ctx, req)
-        kept = tuple(t for t in req.topics if _readable(ctx, t.topic_id))
-
-        def fix(resp: sa.ShareAcknowledgeResponse) -> sa.ShareAcknowledgeResponse:
-            if resp.error_code:
-                return resp
-            extra = tuple(
-                sa.ShareAcknowledgeTopicResponse(
-                    topic_id=t.topic_id,
-                    partitions=tuple(
-                        sa.ShareAcknowledgePartitionData(
-                            partition_index=p.partition_index,
-                            error_code=TOPIC_DENIED,
-                            current_leader=NO_LEADER,
-                        )
-                        for p in t.partitions
-                    ),
+    return _group_and_topics_read(
+        handler,
+        lambda: sa.ShareAcknowledgeResponse(error_code=GROUP_DENIED),
+        lambda t: sa.ShareAcknowledgeTopicResponse(
+            topic_id=t.topic_id,
+            partitions=tuple(
+                sa.ShareAcknowledgePartitionData(
+                    partition_index=p.partition_index, error_code=TOPIC_DENIED, current_leader=NO_LEADER
                 )
-                for t in denied
-            )
-            return _replace(resp, responses=resp.responses + extra)
-
-        return then(handler(ctx, _replace(req, topics=kept)), fix)
-
-    return checked
+                for p in t.partitions
+            ),
+        ),
+    )
 
 
 # ------------------------------------------------------------------ share-group offsets admin (90-92)
