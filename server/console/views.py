@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from groupcoord.protocol.consumer import decode_assignment, decode_subscription
+from groupcoord.server.coordinator.consumer import assignment_partitions, subscription_topics
 from groupcoord.server.coordinator.modern.consumer.member import STATE_NAMES
 from groupcoord.server.share.partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE
 
@@ -56,8 +56,9 @@ def everything(_kind: str, _name: str) -> bool:
 
 
 class _Decoded:
-    """Decoded consumer-protocol assignments and subscriptions, keyed by their bytes: they change only on a
-    rebalance, while a page polls every second, and decoding is most of a group page's cost. Bounded."""
+    """Decoded consumer-protocol assignments and subscriptions (the coordinator's own tolerant readers,
+    `server/coordinator/consumer.py`), keyed by their bytes: they change only on a rebalance, while a page
+    polls every second, and decoding is most of a group page's cost. Bounded."""
 
     MAX = 100_000
 
@@ -68,14 +69,7 @@ class _Decoded:
         key = (assignment, data)
         hit = self._cache.get(key)
         if hit is None:
-            try:
-                if assignment:
-                    a = decode_assignment(data)
-                    hit = [f"{tp.topic}-{p}" for tp in a.assigned_partitions for p in tp.partitions]
-                else:
-                    hit = sorted(decode_subscription(data).topics)
-            except Exception:  # a client's bytes we cannot read show as none, never an error page
-                hit = []
+            hit = (assignment_partitions(data) or []) if assignment else sorted(subscription_topics(data) or ())
             if len(self._cache) >= self.MAX:
                 self._cache.clear()
             self._cache[key] = hit
