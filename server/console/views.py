@@ -69,7 +69,9 @@ class _Decoded:
         key = (assignment, data)
         hit = self._cache.get(key)
         if hit is None:
-            hit = (assignment_partitions(data) or []) if assignment else sorted(subscription_topics(data) or ())
+            hit = (
+                (assignment_partitions(data) or []) if assignment else sorted(subscription_topics(data) or ())
+            )
             if len(self._cache) >= self.MAX:
                 self._cache.clear()
             self._cache[key] = hit
