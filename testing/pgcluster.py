@@ -25,6 +25,8 @@ import time
 import uuid
 from pathlib import Path
 
+from groupcoord.testing.ports import free_port
+
 
 def find_binary(name: str) -> str | None:
     """`name` from PATH, else the newest /usr/lib/postgresql/<v>/bin/<name>."""
@@ -41,12 +43,6 @@ def available() -> str | None:
     if missing:
         return f"PostgreSQL server binaries not found: {', '.join(missing)}"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _unprivileged_user() -> pwd.struct_passwd:
@@ -67,7 +63,7 @@ class PgCluster:
             raise RuntimeError(reason)
         self.fsync = fsync
         self.max_connections = max_connections
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="groupcoord-pg-", dir="/tmp"))
         self.data = self.dir / "data"
         self.log_path = self.dir / "postgres.log"

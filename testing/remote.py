@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from urllib.parse import quote, urlencode
 
 from groupcoord.server.control.faults import FaultSpec
 from groupcoord.server.control.views import GroupView, MemberView
+from groupcoord.testing.ports import free_port
 
 ARGS_DEFAULTS: dict[str, object] = {
     "group_initial_rebalance_delay_ms": 0,
@@ -38,12 +38,6 @@ def _seg(value: str) -> str:
 def _query(**fields: object) -> str:
     pairs = {k: v for k, v in fields.items() if v is not None}
     return "?" + urlencode(pairs) if pairs else ""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class GroupCoordProcess:

@@ -13,16 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from groupcoord.testing.ports import free_port  # tests import it from here too
+
 # `pytester` (tests/testing/test_plugin_modes.py runs small user projects against the groupcoord plugin)
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerProcess:
@@ -32,6 +28,7 @@ class ServerProcess:
         self.data_dir = data_dir
         self.args = args
         self.port = port or free_port()
+        self._port_retries = 3 if port is None else 0  # see start()
         self.host = "127.0.0.1"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
@@ -57,6 +54,10 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if self.starts == 1 and self._port_retries and "address already in use" in self.log():
+                    # another process took the port between free_port() and the bind: take another one
+                    self.starts, self._port_retries, self.port = 0, self._port_retries - 1, free_port()
+                    return self.start(timeout)
                 raise RuntimeError(f"groupcoord exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.2):

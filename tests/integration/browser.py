@@ -7,35 +7,20 @@ GPU, and no background networking (its connections would be refused here, many a
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
+from tests.integration.apt import ensure_installed
+
 PACKAGES = ("chromium", "chromium-driver")
 
 
 def _binaries() -> tuple[str, str]:
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if chromium and driver:
-        return chromium, driver
-    if os.geteuid() != 0:
-        pytest.skip("chromium and chromium-driver are not installed and installing them needs root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
-    ):
-        subprocess.run(
-            cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900
-        )
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        pytest.fail("apt-get installed chromium but the binaries are not on PATH")
+    chromium, driver = ensure_installed(PACKAGES, ("chromium", "chromedriver"), skip_if_apt_fails=False)
     return chromium, driver
 
 

@@ -7,7 +7,6 @@ binary runs with its own config and data directory on a free loopback port, scra
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -18,28 +17,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.integration.apt import ensure_installed
 
 
 def prometheus_binary() -> str:
-    found = shutil.which("prometheus")
-    if found:
-        return found
-    if os.geteuid() != 0:
-        pytest.skip("prometheus is not installed and installing it needs root")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus"],
-    ):
-        try:
-            subprocess.run(
-                cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600
-            )
-        except (OSError, subprocess.SubprocessError) as exc:  # no apt, no network, no such package
-            pytest.skip(f"prometheus is not installed and `{' '.join(cmd)}` failed: {exc}")
-    found = shutil.which("prometheus")
-    if not found:
-        pytest.fail("apt-get installed prometheus but the binary is not on PATH")
+    (found,) = ensure_installed(("prometheus",), ("prometheus",), skip_if_apt_fails=True, timeout=600)
     return found
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -18,14 +17,10 @@ from pathlib import Path
 
 import pyspark
 
+from groupcoord.testing.ports import free_port
+
 SPARK_HOME = Path(pyspark.__file__).parent
 HOST = "127.0.0.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 class StandaloneCluster:
@@ -33,8 +28,8 @@ class StandaloneCluster:
 
     def __init__(self, work_dir: Path, worker_cores: int = 1, worker_memory: str = "1g") -> None:
         self.work_dir = work_dir
-        self.port = _free_port()
-        self.ui_port = _free_port()
+        self.port = free_port()
+        self.ui_port = free_port()
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -97,7 +92,7 @@ class StandaloneCluster:
             "--host",
             HOST,
             "--webui-port",
-            str(_free_port()),
+            str(free_port()),
             "--cores",
             str(self.worker_cores),
             "--memory",
