@@ -181,7 +181,12 @@ class ShareConsumer:
 
     async def _iterate(self) -> AsyncIterator[ShareRecord]:
         while not self.closed:
-            batch = await self._next(1, None)
+            try:
+                batch = await self._next(1, None)
+            except ShareStateError:
+                if self.closed:  # close() from another task ends the iteration
+                    return
+                raise
             if batch:
                 yield batch[0]
 
@@ -306,7 +311,7 @@ class ShareConsumer:
             await self._acknowledge_node(node_id, leaving, final=False)
             epoch = self.epochs.get(node_id, 0)
         acks = self._take_acks(parts) if epoch > 0 else {}  # epoch 0 carries no acknowledgements
-        if not parts and not acks and epoch == 0:
+        if not parts and not acks and (epoch == 0 or not leaving):
             return
         topics: dict[uuid.UUID, list[ShareFetchPartition]] = {}
         for tid, p in sorted(parts | set(acks)):
@@ -488,14 +493,16 @@ class ShareConsumer:
 
     # -- membership --------------------------------------------------------------------------------------
     async def _heartbeat_loop(self) -> None:
+        failures = 0
         while not self.closed:
             try:
                 await self._heartbeat(leave=False)
-                delay = self.heartbeat_interval
+                delay, failures = self.heartbeat_interval, 0
             except (ConnectionClosedError, OSError, TimeoutError) as exc:
                 log.info("share consumer %s: heartbeat failed: %s", self.member_id, exc)
                 await self.cluster.drop_coordinator()
-                delay = self.retry_backoff
+                delay = min(1.0, self.retry_backoff * 2**failures)  # a coordinator that is down: back off
+                failures += 1
             except ShareConsumerError as exc:
                 self.error = exc
                 self.assigned.set()

@@ -313,3 +313,54 @@ async def test_kill_9_of_the_server_under_load_exact_accounting(server_factory) 
     missing = set(range(total)) - set(committed)
     assert missing <= unanswered, f"lost: {sorted(missing - unanswered)[:20]}"
     assert max(committed.values()) == 1, "a record was accepted twice by durable commits"
+
+
+async def test_one_consumer_rides_through_a_server_restart(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """The same ShareConsumer object goes on after kill -9 and restart: the heartbeat rejoins (the restarted
+    coordinator fences its old epoch or has lost the member), the share session opens again at epoch 0, and
+    the records not accepted before the kill come to it again; none accepted before comes back."""
+    srv = server_factory(*EARLIEST)
+    produce(srv.bootstrap, 10)
+    async with ShareConsumer(
+        srv.bootstrap, "g", ["t"], acknowledgement_mode="explicit", max_poll_records=4, request_timeout_s=10
+    ) as c:
+        first = await collect(c, 4, ack=AcknowledgeType.ACCEPT)
+        assert set((await c.commit()).values()) == {0}
+        srv.kill()
+        await asyncio.to_thread(srv.start)
+        produce(srv.bootstrap, 5, start=10)
+        rest: list[ShareRecord] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while loop.time() < deadline and len(rest) < 11:
+            with contextlib.suppress(Exception):  # the first polls may meet the dead connection
+                batch = await c.poll(0.5)
+                for r in batch:
+                    c.acknowledge(r)
+                rest += batch
+                if batch:
+                    await c.commit()
+    accepted = Counter(r.offset for r in first + rest)
+    assert set(accepted) == set(range(15)) and max(accepted.values()) == 1
+
+
+async def test_close_from_another_task_ends_the_iterator(server_factory) -> None:  # type: ignore[no-untyped-def]
+    srv = server_factory(*EARLIEST)
+    c = await ShareConsumer(srv.bootstrap, "g", ["t"]).start()
+    seen: list[ShareRecord] = []
+
+    async def consume() -> None:
+        async for r in c:
+            seen.append(r)
+
+    task = asyncio.create_task(consume())
+    produce(srv.bootstrap, 3)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while len(seen) < 3 and loop.time() < deadline:
+        await asyncio.sleep(0.1)
+    await c.close()
+    await asyncio.wait_for(task, 30)  # ends without an error
+    assert [r.offset for r in seen] == [0, 1, 2]
+    async with ShareConsumer(srv.bootstrap, "g", ["t"]) as other:  # close() accepted them (implicit mode)
+        assert await collect(other, 1, timeout=3.0) == []
