@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -364,3 +366,58 @@ async def test_close_from_another_task_ends_the_iterator(server_factory) -> None
     assert [r.offset for r in seen] == [0, 1, 2]
     async with ShareConsumer(srv.bootstrap, "g", ["t"]) as other:  # close() accepted them (implicit mode)
         assert await collect(other, 1, timeout=3.0) == []
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "work_queue.py"
+
+
+async def test_the_docs_work_queue_example_runs_each_job_once(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """docs/examples/work_queue.py as the docs tell a newcomer to run it: 30 jobs, three worker processes;
+    every job is accepted once, the flaky ones (multiples of 7) after a release, with delivery count 2."""
+    srv = server_factory("--share-auto-offset-reset", "earliest", "--topic", "jobs:1")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    put = await asyncio.create_subprocess_exec(
+        sys.executable, str(EXAMPLE), "put", "--bootstrap", srv.bootstrap, "--jobs", "30", env=env
+    )
+    assert await asyncio.wait_for(put.wait(), 60) == 0
+    lines: list[dict[str, Any]] = []
+
+    async def read(proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            lines.append(json.loads(raw))
+
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(EXAMPLE),
+            "work",
+            "--bootstrap",
+            srv.bootstrap,
+            "--name",
+            f"w{i}",
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        for i in range(3)
+    ]
+    readers = [asyncio.create_task(read(w)) for w in workers]
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 90
+        while loop.time() < deadline and len({x["job"] for x in lines if x["outcome"] == "ACCEPT"}) < 30:
+            await asyncio.sleep(0.2)
+    finally:
+        for w in workers:
+            with contextlib.suppress(ProcessLookupError):
+                w.send_signal(signal.SIGTERM)
+        codes = [await asyncio.wait_for(w.wait(), 60) for w in workers]
+        await asyncio.gather(*readers)
+    assert codes == [0, 0, 0]  # SIGTERM closes cleanly
+    accepted = Counter(x["job"] for x in lines if x["outcome"] == "ACCEPT")
+    assert set(accepted) == set(range(30)) and max(accepted.values()) == 1
+    released = sorted((x["job"], x["delivery_count"]) for x in lines if x["outcome"] == "RELEASE")
+    assert released == [(j, 1) for j in range(0, 30, 7)]
+    assert all(
+        x["delivery_count"] == (2 if x["job"] % 7 == 0 else 1) for x in lines if x["outcome"] == "ACCEPT"
+    )
