@@ -66,7 +66,7 @@ def _unframe_xerial(data: bytes) -> bytes:
     """Kafka's Java producer wraps snappy in xerial framing; librdkafka may send it raw."""
     if not data.startswith(b"\x82SNAPPY\x00"):
         return data
-    import cramjam  # type: ignore[import-not-found]
+    import cramjam
 
     out, pos = bytearray(), 16
     while pos + 4 <= len(data):
