@@ -47,7 +47,9 @@ def batch(
     data = gzip.compress(bytes(body)) if codec == 1 else bytes(body)
     attributes = codec | (0x20 if control else 0)
     last = records[-1][0] if records else 0
-    head = struct.pack(">ibIhiqqqhii", 0, magic, 0, attributes, last, 1000, 1000 + last, -1, -1, -1, len(records))
+    head = struct.pack(
+        ">ibIhiqqqhii", 0, magic, 0, attributes, last, 1000, 1000 + last, -1, -1, -1, len(records)
+    )
     return struct.pack(">qi", base, len(head) + len(data)) + head + data
 
 
