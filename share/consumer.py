@@ -279,6 +279,10 @@ class ShareConsumer:
                 by_node.setdefault(leader, set()).add(tp)
         for node_id in self.session_parts:
             by_node.setdefault(node_id, set())  # sessions whose partitions all went: forget them there
+        if not by_node:  # no leader known for what we were assigned (yet): ask again a little later
+            self.stale_metadata = True
+            await asyncio.sleep(self.retry_backoff)
+            return
         results = await asyncio.gather(
             *(self._fetch_node(node_id, parts, wait_ms, max_records) for node_id, parts in by_node.items()),
             return_exceptions=True,
@@ -348,6 +352,7 @@ class ShareConsumer:
         if resp.error_code:
             self._restore_acks(acks)
             self._top_level_error(node_id, resp.error_code, resp.error_message, "ShareFetch")
+            await asyncio.sleep(self.retry_backoff)  # no tight loop of refused fetches
             return
         self.epochs[node_id] = _next_epoch(epoch)
         self.session_parts[node_id] = set(parts)
