@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from groupcoord.share import AcknowledgeType, ShareConsumer, ShareRecord, ShareStateError
+from groupcoord.share import AcknowledgeType, ShareConsumer, ShareConsumerError, ShareRecord, ShareStateError
 
 pytestmark = [pytest.mark.integration, pytest.mark.owns_server]
 
@@ -421,3 +421,50 @@ async def test_the_docs_work_queue_example_runs_each_job_once(server_factory) ->
     assert all(
         x["delivery_count"] == (2 if x["job"] % 7 == 0 else 1) for x in lines if x["outcome"] == "ACCEPT"
     )
+
+
+async def test_delivery_count_limit_archives(server_factory) -> None:  # type: ignore[no-untyped-def]
+    srv = server_factory(*EARLIEST, "--group-share-delivery-count-limit", "3")
+    produce(srv.bootstrap, 1)
+    async with ShareConsumer(srv.bootstrap, "g", ["t"], acknowledgement_mode="explicit") as c:
+        counts = []
+        for _ in range(3):
+            [r] = await collect(c, 1, ack=AcknowledgeType.RELEASE)
+            counts.append(r.delivery_count)
+            await c.commit()
+        assert counts == [1, 2, 3]
+        assert await collect(c, 1, timeout=3.0) == []  # archived after its third delivery
+
+
+async def test_transaction_markers_are_acknowledged_as_gaps(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """A committed transaction leaves a control record (its marker) at an offset the share partition hands
+    out with the data; the consumer delivers only the data records and acknowledges the marker as GAP, as
+    Kafka's ShareCompletedFetch does, so the whole range is settled."""
+    srv = server_factory(*EARLIEST)
+    p = Producer({"bootstrap.servers": srv.bootstrap, "transactional.id": "tx"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("t", value=str(i).encode(), partition=0)
+    p.commit_transaction(30)
+    produce(srv.bootstrap, 1, start=3)  # offsets 0-2 data, 3 the marker, 4 a plain record
+    acked: dict[int, int] = {}
+
+    def on_ack(topic: str, partition: int, offsets: tuple[int, ...], error: int) -> None:
+        acked.update(dict.fromkeys(offsets, error))
+
+    async with ShareConsumer(srv.bootstrap, "g", ["t"], on_acknowledged=on_ack) as c:
+        got = await collect(c, 4)
+        assert [(r.offset, r.value) for r in got] == [(0, b"0"), (1, b"1"), (2, b"2"), (4, b"3")]
+        await c.commit()
+    assert acked == dict.fromkeys(range(5), 0)  # 3 went as GAP, the rest as ACCEPT; all applied
+
+
+async def test_a_broker_without_share_groups_is_a_clear_error(server_factory) -> None:  # type: ignore[no-untyped-def]
+    srv = server_factory("--topic", "t:1", "--group-share-enable", "false")
+    c = ShareConsumer(srv.bootstrap, "g", ["t"])
+    with pytest.raises(ShareConsumerError, match="SHARE_GROUP_HEARTBEAT"):
+        await c.start(timeout=30)
+    with pytest.raises(ShareConsumerError):
+        await c.poll(0.1)
+    await c.close()
