@@ -56,11 +56,15 @@ async def test_three_consumers_one_partition_accept_processes_each_record_once(s
     produce(srv.bootstrap, total)
     seen: list[Counter[int]] = [Counter(), Counter(), Counter()]
     done = asyncio.Event()
+    joined: list[int] = []
 
     async def worker(i: int) -> None:
         async with ShareConsumer(
             srv.bootstrap, "g", ["t"], acknowledgement_mode="explicit", max_poll_records=5
         ) as c:
+            joined.append(i)
+            while len(joined) < 3:  # all three are members before anyone takes work
+                await asyncio.sleep(0.05)
             async for rec in c:
                 seen[i][int(rec.value or b"-1")] += 1
                 assert rec.delivery_count == 1 and rec.key == f"k{int(rec.value or b'0')}".encode()
