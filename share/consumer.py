@@ -330,9 +330,9 @@ class ShareConsumer:
             group_id=self.group_id,
             member_id=self.member_id,
             share_session_epoch=epoch,
-            max_wait_ms=wait_ms,
-            min_bytes=self.fetch_min_bytes,
-            max_bytes=self.fetch_max_bytes,
+            max_wait_ms=wait_ms if parts else 0,  # acknowledgements or forgetting only: zeros, as Java sends
+            min_bytes=self.fetch_min_bytes if parts else 0,
+            max_bytes=self.fetch_max_bytes if parts else 0,
             max_records=max_records if parts else 0,
             batch_size=max_records if parts else 0,
             topics=tuple(ShareFetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()),
