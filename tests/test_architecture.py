@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline", "membership")
+SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline", "membership", "share")
 
 #: room (a module or package, as `groupcoord.<room>`) -> the rooms it may import from
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -22,6 +22,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "assignors": ("assignors", "protocol"),
     "pipeline": ("pipeline",),
     "membership": ("membership", "protocol"),
+    # the asyncio share consumer: the wire codecs and membership's client connection, never the server
+    "share": ("share", "membership.connection", "membership.member", "protocol"),
     "server.coordinator": ("server.coordinator", "protocol"),
     "server.storage": ("server.storage", "server.coordinator.records"),
     "server.log": ("server.log", "protocol"),
