@@ -17,6 +17,7 @@ stored on the member and handed back in `Effects.replies` when the request compl
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import Any
@@ -158,12 +159,24 @@ class GroupCoordinatorShard:
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
         cg = self.consumer_manager.group(req.group_id)
-        if cg is not None:
+        cfg = self._ctx.config
+        if cg is not None and cg.members:
             fx = self._ctx.begin(now_ms)
-            result = migration.classic_join(self.consumer_manager, cg, req, self.topics)
-            self._reply_after_write(
-                fx, token, result, JoinGroupResult(PERSIST_ERROR, member_id=req.member_id)
-            )
+            if req.version == 0:  # v0 has no rebalance timeout: the session timeout stands for it
+                req = dataclasses.replace(req, rebalance_timeout_ms=req.session_timeout_ms)
+            if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+                result = JoinGroupResult(int(E.INVALID_SESSION_TIMEOUT), member_id=req.member_id)
+            else:
+                result = migration.classic_join(self.consumer_manager, cg, req, self.topics)
+            failed = JoinGroupResult(PERSIST_ERROR, member_id=req.member_id)
+            self._reply_after_write(fx, token, result, failed)
+            return fx
+        if cg is not None:
+            # an empty consumer group is replaced by a classic one (Kafka's classicGroupJoinToClassicGroup);
+            # its offsets stay
+            fx = self.group_manager.join_group(req, token, now_ms)
+            if req.group_id in self.group_manager.groups:
+                self.consumer_manager.delete(req.group_id, "converted")
             return fx
         if self.share_manager.has(req.group_id):
             # one id, one type: a classic join on a share group's id (Kafka: "not a classic group")

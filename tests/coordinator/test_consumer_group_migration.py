@@ -311,3 +311,17 @@ def test_replay_after_upgrade_and_after_downgrade() -> None:
     classic = fresh.group("g")
     assert classic is not None and set(classic.members) == {"c1", "c2"}
     assert classic.generation_id == h.shard.group("g").generation_id
+
+
+def test_classic_join_replaces_an_empty_consumer_group() -> None:
+    """An empty consumer group is replaced by a classic group when a classic member joins (Kafka's
+    `classicGroupJoinToClassicGroup`); a classic join with a session timeout out of bounds is refused."""
+    h = Migration()
+    assert h.hb("m1", 0).error == 0
+    h.join("c1", sub("foo"), session_timeout_ms=1000, new=True)
+    assert h.reply(("join", "c1")).error == E.INVALID_SESSION_TIMEOUT
+    h.next_ids.clear()
+    assert h.hb("m1", -1).error == 0 and h.group() is not None and not h.group().members
+    h.join("c1", sub("foo"), new=True)
+    assert h.group() is None and h.shard.group("g") is not None
+    assert ConsumerGroupRecord(3, "g", "", None) in h.all_records
