@@ -1,0 +1,188 @@
+"""Online migration with real clients (spec §9, issue 25 item 5): a rolling upgrade of a running group from
+aiokafka (classic protocol) to confluent-kafka 2.16 with `group.protocol=consumer`, one member at a time,
+then a rolling downgrade back to aiokafka, without ever stopping the group: every partition keeps being
+consumed and the committed offsets carry over from one protocol to the other."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from tests.integration.helpers import describe_group, wait_for_sync
+from tests.integration.names import unique
+from tests.integration.test_consumer_group_confluent import (
+    FLAGS,
+    Member,
+    create_topic,
+    describe,
+    produce,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.owns_server, pytest.mark.timeout(600)]
+
+PARTITIONS = 6
+
+
+class ClassicMember:
+    """One aiokafka consumer (classic JoinGroup/SyncGroup/Heartbeat) on its own thread and event loop;
+    records go to the shared `seen` (value -> member name); it commits after every batch."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str, seen: dict, lock: threading.Lock):
+        self.name = name
+        self.partitions: set[int] = set()
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._args = (bootstrap, group, topic, seen, lock)
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), name=name, daemon=True)
+        self._thread.start()
+        assert self._ready.wait(30), f"{name} did not start"
+
+    async def _run(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+        from aiokafka.errors import KafkaError
+
+        bootstrap, group, topic, seen, lock = self._args
+        c = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=self.name,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            heartbeat_interval_ms=300,
+            session_timeout_ms=10000,
+        )
+        await c.start()
+        self._ready.set()
+        try:
+            while not self._stop.is_set():
+                batches = await c.getmany(timeout_ms=200)
+                with lock:
+                    for msgs in batches.values():
+                        for m in msgs:
+                            seen[m.value.decode()] = self.name
+                if batches:
+                    try:
+                        await c.commit()
+                    except KafkaError as exc:  # a rebalance took the partitions: they are consumed again
+                        self.errors.append(exc)
+                self.partitions = {tp.partition for tp in c.assignment()}
+        finally:
+            await c.stop()  # LeaveGroup
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self._thread.is_alive(), f"{self.name} did not stop"
+
+
+def consumer_group_members(srv: Any, group: str) -> dict[str, int] | None:
+    """ConsumerGroupDescribe: client id -> member type (0 classic, 1 consumer); None if not a consumer group."""
+    g = describe(srv, group)
+    if g.error_code:
+        return None
+    return {m.client_id: m.member_type for m in g.members}
+
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        tps = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=15)
+        return {tp.partition: tp.offset for tp in tps}
+    finally:
+        c.close()
+
+
+def test_rolling_upgrade_to_consumer_protocol_and_back(server_factory) -> None:  # type: ignore[no-untyped-def]
+    srv = server_factory(*FLAGS)
+    topic, group = unique("mig"), unique("mig-g")
+    create_topic(srv.bootstrap, topic, PARTITIONS)
+    seen: dict[str, str] = {}
+    lock = threading.Lock()
+    produced = 0
+
+    def produce_and_wait(what: str, count: int = 4 * PARTITIONS) -> None:
+        """New records on every partition; the group (whatever it is made of now) consumes them all."""
+        nonlocal produced
+        produce(srv.bootstrap, topic, produced, count, PARTITIONS)
+        produced += count
+        wait_for_sync(lambda: len(seen) == produced, 90, f"{what}: all {produced} records consumed")
+
+    classic = [ClassicMember(srv.bootstrap, group, topic, f"a{i}", seen, lock) for i in range(3)]
+    modern: list[Member] = []
+    try:
+        produce_and_wait("three aiokafka members")
+        g = describe_group(srv.host, srv.port, group)
+        assert (g["state"], g["protocol_type"], len(g["members"])) == ("Stable", "consumer", 3)
+
+        # rolling upgrade: each aiokafka member is replaced by a KIP-848 consumer; the group never stops
+        for i in range(3):
+            modern.append(Member(srv.bootstrap, group, topic, f"k{i}", seen))
+            wait_for_sync(
+                lambda i=i: (consumer_group_members(srv, group) or {}).get(f"k{i}") == 1,
+                60,
+                f"k{i} joined the upgraded consumer group",
+            )
+            # the aiokafka members still in the group are classic members of the consumer group now
+            assert consumer_group_members(srv, group) == {
+                **{f"a{j}": 0 for j in range(i, 3)},
+                **{f"k{j}": 1 for j in range(i + 1)},
+            }
+            produce_and_wait(f"k{i} joined")
+            classic.pop(0).close()
+            produce_and_wait(f"a{i} left")
+        assert consumer_group_members(srv, group) == {"k0": 1, "k1": 1, "k2": 1}
+        wait_for_sync(
+            lambda: sorted(p for m in modern for p in m.partitions) == list(range(PARTITIONS)),
+            60,
+            "the consumer-protocol members own every partition",
+        )
+
+        # rolling downgrade: aiokafka members come back; when the last KIP-848 member leaves, the group is
+        # a classic group again
+        for i in range(3):
+            classic.append(ClassicMember(srv.bootstrap, group, topic, f"b{i}", seen, lock))
+            wait_for_sync(
+                lambda i=i: (consumer_group_members(srv, group) or {}).get(f"b{i}") == 0,
+                60,
+                f"b{i} joined as a classic member of the consumer group",
+            )
+            produce_and_wait(f"b{i} joined")
+            modern.pop(0).close()
+            produce_and_wait(f"k{i} left")
+        assert consumer_group_members(srv, group) is None  # no longer a consumer group
+        wait_for_sync(
+            lambda: (
+                describe_group(srv.host, srv.port, group)["state"] == "Stable"
+                and sorted(p for m in classic for p in m.partitions) == list(range(PARTITIONS))
+            ),
+            60,
+            "the downgraded classic group is Stable with every partition owned",
+        )
+        g = describe_group(srv.host, srv.port, group)
+        assert (g["protocol_type"], {m["client_id"] for m in g["members"].values()}) == (
+            "consumer",
+            {"b0", "b1", "b2"},
+        )
+        produce_and_wait("downgraded")
+        # the commits of all three generations of members add up to the end of every partition
+        wait_for_sync(
+            lambda: (
+                committed(srv.bootstrap, group, topic)
+                == dict.fromkeys(range(PARTITIONS), produced // PARTITIONS)
+            ),
+            60,
+            "committed offsets at the end of every partition",
+        )
+    finally:
+        for m in classic:
+            m.close()
+        for k in modern:
+            k.close()
+    assert set(seen) == {f"v{i}" for i in range(produced)}
