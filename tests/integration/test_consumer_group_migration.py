@@ -6,6 +6,7 @@ consumed and the committed offsets carry over from one protocol to the other."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from typing import Any
 
@@ -186,3 +187,73 @@ def test_rolling_upgrade_to_consumer_protocol_and_back(server_factory) -> None: 
         for k in modern:
             k.close()
     assert set(seen) == {f"v{i}" for i in range(produced)}
+
+
+def test_upgraded_group_survives_kill_9(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """The records an upgrade writes (classic tombstone, consumer-group records with each classic member's
+    protocols and session timeout) rebuild the same mixed group after SIGKILL."""
+    from groupcoord.protocol.consumer import (
+        ConsumerProtocolAssignment,
+        ConsumerProtocolSubscription,
+        TopicPartitions,
+        encode_assignment,
+        encode_subscription,
+    )
+    from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
+    from groupcoord.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+    from groupcoord.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+    from tests.integration.helpers import RawClient
+
+    srv = server_factory(*FLAGS, "--group-initial-rebalance-delay-ms", "0")
+    topic, group = unique("mig-kill"), unique("mig-kill-g")
+    create_topic(srv.bootstrap, topic, PARTITIONS)
+    c = RawClient(srv.host, srv.port)
+    try:
+        meta = encode_subscription(ConsumerProtocolSubscription(topics=(topic,), version=1))
+        join = JoinGroupRequest(
+            group, 30000, 60000, "", None, "consumer", (JoinGroupRequestProtocol("range", meta),)
+        )
+        member_id = c.request(11, 5, join).member_id  # MEMBER_ID_REQUIRED hands out the id
+        joined = c.request(11, 5, dataclasses.replace(join, member_id=member_id))
+        assert (joined.error_code, joined.leader) == (0, member_id)
+        mine = encode_assignment(
+            ConsumerProtocolAssignment(
+                assigned_partitions=(TopicPartitions(topic, tuple(range(6))),), version=1
+            )
+        )
+        sync = SyncGroupRequest(
+            group, joined.generation_id, member_id, None, "consumer", "range",
+            (SyncGroupRequestAssignment(member_id, mine),),
+        )  # fmt: skip
+        assert c.request(14, 5, sync).error_code == 0
+        hb = cgh.ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id="k-member-0000000000000", member_epoch=0, rebalance_timeout_ms=60000,
+            subscribed_topic_names=(topic,), subscribed_topic_regex="", topic_partitions=(),
+        )  # fmt: skip
+        r = c.request(68, 1, hb)
+        assert r.error_code == 0 and r.member_epoch == joined.generation_id + 1
+    finally:
+        c.close()
+    before = describe(srv, group)
+    assert {m.member_id: m.member_type for m in before.members} == {member_id: 0, "k-member-0000000000000": 1}
+    srv.kill()  # SIGKILL
+    srv.start()
+    after = describe(srv, group)
+    key = lambda g: (  # noqa: E731
+        g.group_epoch, g.assignment_epoch,
+        sorted((m.member_id, m.member_type, m.member_epoch, str(m.assignment), str(m.target_assignment))
+               for m in g.members),
+    )  # fmt: skip
+    assert key(after) == key(before)
+    assert (
+        describe_group(srv.host, srv.port, group)["error"] != 0
+        or not describe_group(srv.host, srv.port, group)["members"]
+    )
+    # the classic member goes on after the restart: its heartbeat tells it to rejoin for the new assignment
+    c = RawClient(srv.host, srv.port)
+    try:
+        from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+
+        assert c.request(12, 3, HeartbeatRequest(group, joined.generation_id, member_id)).error_code == 27
+    finally:
+        c.close()
