@@ -40,8 +40,8 @@ from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
 from groupcoord.server.coordinator.modern.consumer.manager import (
     TIMER_KINDS,
     ConsumerGroupManager,
-    HeartbeatError,
 )
+from groupcoord.server.coordinator.modern.consumer.validation import HeartbeatError
 from groupcoord.server.coordinator.modern.share import offsets as share_offsets
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.modern.share.group import (

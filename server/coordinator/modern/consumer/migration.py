@@ -26,7 +26,6 @@ from groupcoord.server.coordinator.modern.consumer.api import Partitions, TopicI
 from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
 from groupcoord.server.coordinator.modern.consumer.manager import (
     ConsumerGroupManager,
-    HeartbeatError,
     join_key,
     sync_key,
 )
@@ -37,6 +36,7 @@ from groupcoord.server.coordinator.modern.consumer.member import (
     ConsumerGroupMember,
 )
 from groupcoord.server.coordinator.modern.consumer.target import metadata_hash
+from groupcoord.server.coordinator.modern.consumer.validation import HeartbeatError
 from groupcoord.server.coordinator.records import ConsumerGroupRecord
 from groupcoord.server.coordinator.types import (
     HeartbeatRequest,
