@@ -132,8 +132,17 @@ def test_upgrade_keeps_assignments_and_classic_members_rejoin() -> None:
     REBALANCE_IN_PROGRESS; a classic JoinGroup answers with its member epoch as generation."""
     h = Migration()
     h.stable_classic_group()
+    mark = len(h.all_records)
     r = h.hb("m3", 0)
     assert r.error == 0 and r.member_epoch == 2
+    # Kafka's conversion records: the classic tombstone, then the consumer group at the generation (members,
+    # epoch, targets, target metadata, current assignments), then what m3's own heartbeat writes
+    written = h.all_records[mark:]
+    assert written[0] == GroupRecord("g", None)
+    conversion = [(r.kind, r.member_id) for r in written[1:9]]
+    assert conversion == [(5, "c1"), (5, "c2"), (3, ""), (7, "c1"), (7, "c2"), (6, ""), (8, "c1"), (8, "c2")]
+    assert written[3].value.epoch == 1 and written[6].value.assignment_epoch == 1
+    assert [r.member_id for r in written[9:] if r.kind == 5] == ["m3"]
     assert h.shard.group("g") is None
     g = h.group()
     assert (g.group_epoch, g.assignment_epoch) == (2, 2)
