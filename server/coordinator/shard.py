@@ -236,6 +236,10 @@ class GroupCoordinatorShard:
         mgr = self.consumer_manager
         if not migration.downgrade_allowed(mgr, g, leaving, self._ctx.config.max_size):
             return False
+        try:
+            classic = migration.to_classic_group(g, leaving, self.topics, self._ctx.now)
+        except ValueError:  # no protocol every member supports: stay a consumer group
+            return False
         for mid in leaving:
             gone = g.members.get(mid)
             if gone is not None:
@@ -243,7 +247,6 @@ class GroupCoordinatorShard:
         for r in codec.group_tombstones(g):
             self._ctx.fx.record(r)
         mgr.cancel_all_timers(g)
-        classic = migration.to_classic_group(g, leaving, self.topics, self._ctx.now)
         mgr.journal.event(
             g, "state_change", state_from=g.journaled_state, state_to="Dead", reason="downgraded"
         )
