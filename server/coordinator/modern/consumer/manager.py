@@ -167,6 +167,7 @@ class ConsumerGroupManager:
             ),
             client_id=req.client_id,
             client_host=req.client_host,
+            classic=None,  # a consumer-protocol heartbeat: the member speaks that protocol from now on
         )
         reconciled = self.apply_update(
             g, created, member_id, member, updated, replaced, topics, req.topic_partitions
