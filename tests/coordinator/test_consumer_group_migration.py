@@ -334,3 +334,27 @@ def test_classic_join_replaces_an_empty_consumer_group() -> None:
     h.join("c1", sub("foo"), new=True)
     assert h.group() is None and h.shard.group("g") is not None
     assert ConsumerGroupRecord(3, "g", "", None) in h.all_records
+
+
+def test_cooperative_classic_member_revokes_before_it_advances() -> None:
+    """A classic member that reports its owned partitions (cooperative, subscription v1+) and must give some
+    up stays at its epoch in UNREVOKED_PARTITIONS: its JoinGroup answers the old generation, SyncGroup hands it
+    the partitions it keeps, Heartbeat asks it to rejoin; rejoining without the revoked ones advances it."""
+    h = Migration()
+    h.stable_classic_group()
+    assert h.hb("m3", 0).error == 0
+    g = h.group()
+    keep = set(g.target["c1"][FOO])
+    assert keep < {0, 1, 2}
+    h.join("c1", sub("foo", owned={"foo": [0, 1, 2]}))
+    j = h.reply(("join", "c1"))
+    assert (j.error, j.generation_id) == (0, 1)
+    assert g.members["c1"].state == 1  # UNREVOKED_PARTITIONS
+    h.sync("c1", 1)
+    s = h.reply(("sync", "c1"))
+    assert s.error == 0 and decoded(s.assignment) == {"foo": keep}
+    assert h.heartbeat("c1", 1) == E.REBALANCE_IN_PROGRESS
+    h.join("c1", sub("foo", owned={"foo": sorted(keep)}))
+    j = h.reply(("join", "c1"))
+    assert (j.error, j.generation_id) == (0, 2)
+    assert g.members["c1"].state == 0 and set(g.members["c1"].assigned[FOO]) == keep
