@@ -254,3 +254,101 @@ def test_upgraded_group_survives_kill_9(server_factory) -> None:  # type: ignore
         assert c.request(12, 3, HeartbeatRequest(group, joined.generation_id, member_id)).error_code == 27
     finally:
         c.close()
+
+
+class CooperativeMember:
+    """A confluent-kafka consumer on the classic protocol with `cooperative-sticky` (its subscriptions report
+    owned partitions, so inside a consumer group it revokes incrementally)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str, seen: dict, lock: threading.Lock):
+        from confluent_kafka import Consumer
+
+        from tests.integration.helpers import PollingThread
+
+        conf = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "classic",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "client.id": name,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "heartbeat.interval.ms": 300,
+            "session.timeout.ms": 10000,
+        }
+
+        def make() -> Any:
+            c = Consumer(conf)
+            c.subscribe([topic])
+            return c
+
+        def poll(c: Any) -> Any:
+            m = c.poll(0.2)
+            if m is None or m.error():
+                return None
+            with lock:
+                seen[m.value().decode()] = name
+            c.commit(message=m, asynchronous=False)
+            return m
+
+        self.thread = PollingThread(make, poll, lambda c: {tp.partition for tp in c.assignment()}, name=name)
+        self.thread.wait_ready()
+
+    @property
+    def partitions(self) -> set[int]:
+        return self.thread.state or set()
+
+    def close(self) -> None:
+        self.thread.stop(close=lambda c: c.close())
+
+
+def test_cooperative_classic_members_beside_a_kip848_member(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """librdkafka's classic cooperative-sticky consumers: upgraded when a KIP-848 member joins, served inside
+    the consumer group while partitions move incrementally, downgraded when it leaves; nothing is missed."""
+    srv = server_factory(*FLAGS)
+    topic, group = unique("mig-coop"), unique("mig-coop-g")
+    create_topic(srv.bootstrap, topic, PARTITIONS)
+    seen: dict[str, str] = {}
+    lock = threading.Lock()
+    produced = 0
+
+    def produce_and_wait(what: str) -> None:
+        nonlocal produced
+        produce(srv.bootstrap, topic, produced, 4 * PARTITIONS, PARTITIONS)
+        produced += 4 * PARTITIONS
+        wait_for_sync(lambda: len(seen) == produced, 90, f"{what}: all {produced} records consumed")
+
+    coop = [CooperativeMember(srv.bootstrap, group, topic, f"c{i}", seen, lock) for i in range(2)]
+    kip848: Member | None = None
+    try:
+        produce_and_wait("two cooperative classic members")
+        kip848 = Member(srv.bootstrap, group, topic, "k0", seen)
+        wait_for_sync(
+            lambda: (
+                consumer_group_members(srv, group) == {"c0": 0, "c1": 0, "k0": 1}
+                and sorted([*coop[0].partitions, *coop[1].partitions, *kip848.partitions])
+                == list(range(PARTITIONS))
+                and all(m.partitions for m in [*coop, kip848])
+            ),
+            90,
+            "the mixed group shares every partition",
+        )
+        produce_and_wait("mixed group")
+        kip848.close()
+        kip848 = None
+        wait_for_sync(
+            lambda: (
+                consumer_group_members(srv, group) is None
+                and describe_group(srv.host, srv.port, group)["state"] == "Stable"
+                and sorted([*coop[0].partitions, *coop[1].partitions]) == list(range(PARTITIONS))
+            ),
+            90,
+            "downgraded to a classic group that owns every partition",
+        )
+        produce_and_wait("downgraded")
+    finally:
+        for m in coop:
+            m.close()
+        if kip848 is not None:
+            kip848.close()
+    assert set(seen) == {f"v{i}" for i in range(produced)}
