@@ -457,12 +457,14 @@ class ClassicMembership:
         self._transition(g, DEAD, reason)
         del self.groups[g.group_id]
 
-    def take_over(self, g: ClassicGroup, reason: str) -> None:
+    def take_over(self, g: ClassicGroup, reason: str, rebalance: bool = True) -> None:
         """Online downgrade (Kafka's `convertToClassicGroup`, classic half): the group built from a consumer
-        group is written and added, its members' session timers armed, and a rebalance prepared."""
+        group is written and added, its members' session timers armed, and (`rebalance`) a rebalance
+        prepared."""
         self.groups[g.group_id] = g
         self._group_record(g)
         self.ctx.event(g, "state_change", state_from=None, state_to=str(g.state), reason=reason)
         for m in g.members.values():
             self._schedule_hb(g, m, m.session_timeout_ms)
-        self._prepare_rebalance(g, reason)
+        if rebalance:
+            self._prepare_rebalance(g, reason)

@@ -167,7 +167,9 @@ class GroupCoordinatorShard:
             if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
                 result = JoinGroupResult(int(E.INVALID_SESSION_TIMEOUT), member_id=req.member_id)
             else:
-                result = migration.classic_join(self.consumer_manager, cg, req, self.topics)
+                result = migration.classic_join(
+                    self.consumer_manager, cg, req, self.topics, cfg.max_size, self._downgrade_replaced
+                )
             failed = JoinGroupResult(PERSIST_ERROR, member_id=req.member_id)
             self._reply_after_write(fx, token, result, failed)
             return fx
@@ -229,6 +231,23 @@ class GroupCoordinatorShard:
             return migration.classic_leave(self.consumer_manager, cg, req), fx
         return self.group_manager.leave_group(req, now_ms)
 
+    def _downgrade_replaced(self, g: ConsumerGroup, rebalance: bool) -> None:
+        """Online downgrade, trigger B (spec §9.2): a classic static member took the place of the last
+        consumer-protocol member; the group, already updated, becomes a classic group."""
+        classic = migration.to_classic_group(g, (), self.topics, self._ctx.now)
+        self._convert_to_classic(g, classic, rebalance)
+
+    def _convert_to_classic(self, g: ConsumerGroup, classic: ClassicGroup, rebalance: bool) -> None:
+        mgr = self.consumer_manager
+        for r in codec.group_tombstones(g):
+            self._ctx.fx.record(r)
+        mgr.cancel_all_timers(g)
+        mgr.journal.event(
+            g, "state_change", state_from=g.journaled_state, state_to="Dead", reason="downgraded"
+        )
+        del mgr.groups[g.group_id]
+        self.group_manager.take_over(classic, "downgraded", rebalance)
+
     def _downgrade(self, g: ConsumerGroup, leaving: list[str], reason: str) -> bool:
         """Online downgrade (spec §9.2, trigger A): called as `leaving` are about to be fenced; when only
         classic members would remain and the policy allows it, the consumer group becomes a classic group that
@@ -244,14 +263,7 @@ class GroupCoordinatorShard:
             gone = g.members.get(mid)
             if gone is not None:
                 mgr.journal.member(g, "member_removed", gone, reason)
-        for r in codec.group_tombstones(g):
-            self._ctx.fx.record(r)
-        mgr.cancel_all_timers(g)
-        mgr.journal.event(
-            g, "state_change", state_from=g.journaled_state, state_to="Dead", reason="downgraded"
-        )
-        del mgr.groups[g.group_id]
-        self.group_manager.take_over(classic, "downgraded")
+        self._convert_to_classic(g, classic, True)
         return True
 
     # ====================================================================== KIP-848 consumer groups

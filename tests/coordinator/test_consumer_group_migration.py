@@ -358,3 +358,31 @@ def test_cooperative_classic_member_revokes_before_it_advances() -> None:
     j = h.reply(("join", "c1"))
     assert (j.error, j.generation_id) == (0, 2)
     assert g.members["c1"].state == 0 and set(g.members["c1"].assigned[FOO]) == keep
+
+
+def test_static_classic_member_replacing_the_last_consumer_member_downgrades() -> None:
+    """Spec §9.2 trigger B: a classic JoinGroup with the instance id of the last consumer-protocol member
+    takes its place and the group becomes a classic group at once (no rebalance: the assignment is current);
+    the joiner syncs its predecessor's target at the classic generation."""
+    h = Migration()
+    h.stable_classic_group()
+    assert h.hb("m3", 0, instance_id="i3").error == 0
+    g = h.group()
+    epoch, target = g.group_epoch, set(g.target["m3"].get(FOO, ()))
+    h.join("s3", sub("foo"), instance_id="i3", version=5, new=True)
+    j = h.reply(("join", "s3"))
+    assert (j.error, j.member_id, j.generation_id) == (0, "s3", epoch)
+    assert h.group() is None
+    classic = h.shard.group("g")
+    assert classic is not None and classic.state == "Stable" and classic.generation_id == epoch
+    assert set(classic.members) == {"c1", "c2", "s3"} and classic.static_members == {"i3": "s3"}
+    h.sync("s3", epoch)
+    s = h.reply(("sync", "s3"))
+    assert s.error == 0 and decoded(s.assignment).get("foo", set()) == target
+    # policy `upgrade`: the classic member joins the consumer group instead
+    h = Migration(migration_policy="upgrade")
+    h.stable_classic_group()
+    assert h.hb("m3", 0, instance_id="i3").error == 0
+    h.join("s3", sub("foo"), instance_id="i3", version=5, new=True)
+    assert h.reply(("join", "s3")).error == 0
+    assert h.group() is not None and set(h.group().members) == {"c1", "c2", "s3"}

@@ -16,7 +16,7 @@ Pure, as the rest of the manager: everything works inside the shard's current op
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator import consumer as embedded
@@ -222,10 +222,17 @@ def _supports(g: ConsumerGroup, protocol_type: str, protocols: tuple[tuple[str, 
 
 
 def classic_join(
-    mgr: ConsumerGroupManager, g: ConsumerGroup, req: JoinGroupRequest, topics: TopicImage
+    mgr: ConsumerGroupManager,
+    g: ConsumerGroup,
+    req: JoinGroupRequest,
+    topics: TopicImage,
+    classic_max_size: int,
+    downgrade: Callable[[ConsumerGroup, bool], None],
 ) -> JoinGroupResult:
     """Kafka's `classicGroupJoinToConsumerGroup` (spec §9.3): the answer, to be sent once the records the
-    join wrote into the operation's Effects are durable."""
+    join wrote into the operation's Effects are durable. When the joiner is a static member replacing the
+    last consumer-protocol member (spec §9.2 trigger B), `downgrade(group, rebalance)` turns the group into a
+    classic group (`rebalance`: the assignment is stale)."""
     fx = mgr.ctx.fx
 
     def fail(code: ErrorCode, member_id: str = req.member_id) -> JoinGroupResult:
@@ -270,14 +277,26 @@ def classic_join(
         client_host=req.client_host,
         classic=ClassicMemberMetadata(req.session_timeout_ms, req.protocols),
     )
+    # Kafka's validateOnlineDowngradeWithReplacedMember
+    downgrading = (
+        replaced is not None
+        and g.all_classic_except([replaced.member_id])
+        and mgr.config.downgrade_enabled
+        and len(g.members) <= classic_max_size
+    )
+    assignment_epoch = g.assignment_epoch
     owned: Partitions = _by_id(((tp.topic, tp.partitions) for tp in sub.owned_partitions), topics)
     try:
         reconciled = mgr.apply_update(g, False, member_id, member, updated, replaced, topics, owned)
     except HeartbeatError as err:
         return fail(E(err.code))
     mgr.cancel(join_key(g.group_id, member_id))
-    mgr.schedule_session(g.group_id, reconciled)
-    fx.timer(ScheduleTimer(sync_key(g.group_id, member_id), mgr.ctx.now + max(req.rebalance_timeout_ms, 0)))
+    if downgrading:
+        downgrade(g, assignment_epoch < g.group_epoch)
+    else:
+        mgr.schedule_session(g.group_id, reconciled)
+        deadline = mgr.ctx.now + max(req.rebalance_timeout_ms, 0)
+        fx.timer(ScheduleTimer(sync_key(g.group_id, member_id), deadline))
     return JoinGroupResult(
         int(E.NONE),
         generation_id=reconciled.member_epoch,
