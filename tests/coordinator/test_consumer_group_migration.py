@@ -386,3 +386,17 @@ def test_static_classic_member_replacing_the_last_consumer_member_downgrades() -
     h.join("s3", sub("foo"), instance_id="i3", version=5, new=True)
     assert h.reply(("join", "s3")).error == 0
     assert h.group() is not None and set(h.group().members) == {"c1", "c2", "s3"}
+
+
+def test_upgrade_during_the_first_rebalance() -> None:
+    """A classic group still in its first rebalance (no generation, no protocol chosen yet) converts too:
+    the parked JoinGroup is answered REBALANCE_IN_PROGRESS and the member rejoins the consumer group."""
+    h = Migration()
+    h.join("c1", sub("foo"), new=True)
+    assert h.shard.group("g").state == "PreparingRebalance"
+    r = h.hb("m3", 0)
+    assert r.error == 0 and h.shard.group("g") is None
+    assert h.reply(("join", "c1")).error == E.REBALANCE_IN_PROGRESS
+    assert h.group().members["c1"].subscribed_topic_names == ("foo",)
+    h.join("c1", sub("foo"))
+    assert h.reply(("join", "c1")).error == 0

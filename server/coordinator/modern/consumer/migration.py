@@ -86,7 +86,9 @@ def from_classic_group(classic: ClassicGroup, topics: TopicImage) -> ConsumerGro
     g.group_epoch = g.assignment_epoch = gen
     g.assignment_timestamp = 0
     for m in classic.members.values():
-        sub = embedded.subscription(m.metadata(classic.protocol_name))
+        # before its first generation a group has no protocol yet: a member's first one stands for it
+        name = classic.protocol_name or (m.protocols[0][0] if m.protocols else None)
+        sub = embedded.subscription(m.metadata(name))
         assignment = embedded.assignment(m.assignment)
         if sub is None or assignment is None:
             raise MigrationError(
