@@ -352,3 +352,67 @@ def test_cooperative_classic_members_beside_a_kip848_member(server_factory) -> N
         if kip848 is not None:
             kip848.close()
     assert set(seen) == {f"v{i}" for i in range(produced)}
+
+
+@pytest.mark.parametrize("driver", ["java", "kafkajs"])
+def test_classic_drivers_inside_a_consumer_group_and_back(server_factory, driver: str) -> None:  # type: ignore[no-untyped-def]
+    """The Java consumer 4.3 (classic protocol, `range` first) and kafkajs as classic members: upgraded when a
+    KIP-848 member joins, served inside the consumer group until every partition is shared, downgraded when
+    it leaves, after which they own every partition again in a Stable classic group."""
+    from tests.integration.process_clients import JavaClient, KafkajsClient
+
+    srv = server_factory(*FLAGS)
+    topic, group = unique(f"mig-{driver}"), unique(f"mig-{driver}-g")
+    create_topic(srv.bootstrap, topic, PARTITIONS)
+    client = JavaClient() if driver == "java" else KafkajsClient()
+    seen: dict[str, str] = {}
+    kip848: Member | None = None
+    members: list[Any] = []
+    try:
+        members = [
+            client.consumer(
+                srv.bootstrap,
+                topic,
+                group,
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=300,
+                client_id=f"c{i}",
+            )
+            for i in range(2)
+        ]
+        everything = {(topic, p) for p in range(PARTITIONS)}
+
+        def classic_owned() -> list[tuple[str, int]]:
+            return sorted(tp for m in members for tp in m.owned())
+
+        wait_for_sync(lambda: classic_owned() == sorted(everything), 90, "two classic members own everything")
+        kip848 = Member(srv.bootstrap, group, topic, "k0", seen)
+        wait_for_sync(
+            lambda: (
+                consumer_group_members(srv, group) == {"c0": 0, "c1": 0, "k0": 1}
+                and describe(srv, group).group_state == "Stable"
+                and sorted([*classic_owned(), *((topic, p) for p in kip848.partitions)]) == sorted(everything)
+                and all(m.owned() for m in members)
+                and bool(kip848.partitions)
+            ),
+            120,
+            "classic members and the KIP-848 member share every partition",
+        )
+        kip848.close()
+        kip848 = None
+        wait_for_sync(
+            lambda: (
+                consumer_group_members(srv, group) is None
+                and describe_group(srv.host, srv.port, group)["state"] == "Stable"
+                and classic_owned() == sorted(everything)
+            ),
+            120,
+            "downgraded: the classic members own every partition of a Stable classic group",
+        )
+        assert all(m.error() is None for m in members)
+    finally:
+        for m in members:
+            m.close()
+        if kip848 is not None:
+            kip848.close()
+        client.close()
