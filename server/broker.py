@@ -251,7 +251,10 @@ class Broker:
 
             self.clock = VirtualClock(wall_ms())
         self.machine = GroupCoordinatorShard(
-            cfg.coordinator(), consumer_config=cfg.consumer_group(), share_config=cfg.share()
+            cfg.coordinator(),
+            consumer_config=cfg.consumer_group(),
+            share_config=cfg.share(),
+            topics=consumer_groups.LogTopicImage(self.topics),
         )
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)
         self.txn = TxnCoordinator(

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupConfig
+from groupcoord.server.coordinator.modern.consumer.api import MIGRATION_POLICIES, ConsumerGroupConfig
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.types import CoordinatorConfig
 from groupcoord.server.journal.roll import pyarrow_available
@@ -66,6 +66,7 @@ class ServerConfig:
     group_consumer_assignment_interval_ms: int = 1000
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15000
+    group_consumer_migration_policy: str = "bidirectional"
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
@@ -185,6 +186,7 @@ class ServerConfig:
             max_size=self.group_consumer_max_size,
             assignors=consumer_assignors(self.group_consumer_assignors),
             assignment_interval_ms=self.group_consumer_assignment_interval_ms,
+            migration_policy=self.group_consumer_migration_policy.strip().lower(),
         )
 
 
@@ -250,6 +252,8 @@ def _consumer_group_problems(cfg: ServerConfig) -> list[str]:
     names = consumer_assignors(cfg.group_consumer_assignors)
     if not names or any(n not in ("uniform", "range") for n in names) or len(set(names)) != len(names):
         problems.append("--group-consumer-assignors must list uniform and/or range, each once")
+    if cfg.group_consumer_migration_policy.strip().lower() not in MIGRATION_POLICIES:
+        problems.append("--group-consumer-migration-policy must be one of " + ", ".join(MIGRATION_POLICIES))
     return problems
 
 

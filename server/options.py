@@ -197,6 +197,12 @@ OPTIONS: list[tuple[str, object, str]] = [
         "upper bound of the assignment interval (default 15000)",
     ),
     (
+        "--group-consumer-migration-policy",
+        str,
+        "online classic<->consumer group migration: disabled, upgrade, downgrade or bidirectional "
+        "(default bidirectional)",
+    ),
+    (
         "--offsets-retention-minutes",
         int,
         "how long offsets of an empty group are kept (default 10080 = 7 days)",

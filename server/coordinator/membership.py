@@ -438,3 +438,33 @@ class ClassicMembership:
         for mid in list(g.pending_sync_members):
             self._remove_member(g, mid, "sync_timeout")
         self._prepare_rebalance(g, "sync_timeout")
+
+    # ====================================================================== online migration (spec §9)
+
+    def hand_over(self, g: ClassicGroup, reason: str) -> None:
+        """Online upgrade (Kafka's `convertToConsumerGroup`, classic half): parked JoinGroup/SyncGroup
+        requests answered REBALANCE_IN_PROGRESS (their members rejoin the consumer group), every classic timer
+        cancelled, the group tombstoned and dropped (its offsets stay: the consumer group takes them over)."""
+        rebalancing = int(E.REBALANCE_IN_PROGRESS)
+        for m in g.members.values():
+            self._answer_parked(m, rebalancing, m.member_id, rebalancing)
+            self._cancel_hb(g, m.member_id)
+        for mid in g.pending_join_members:
+            self._cancel_hb(g, mid)
+        self._cancel_join(g)
+        self._cancel_sync(g)
+        self.ctx.fx.record(GroupRecord(g.group_id, None))
+        self._transition(g, DEAD, reason)
+        del self.groups[g.group_id]
+
+    def take_over(self, g: ClassicGroup, reason: str, rebalance: bool = True) -> None:
+        """Online downgrade (Kafka's `convertToClassicGroup`, classic half): the group built from a consumer
+        group is written and added, its members' session timers armed, and (`rebalance`) a rebalance
+        prepared."""
+        self.groups[g.group_id] = g
+        self._group_record(g)
+        self.ctx.event(g, "state_change", state_from=None, state_to=str(g.state), reason=reason)
+        for m in g.members.values():
+            self._schedule_hb(g, m, m.session_timeout_ms)
+        if rebalance:
+            self._prepare_rebalance(g, reason)

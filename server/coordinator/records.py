@@ -146,6 +146,10 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    #: Kafka's ClassicMemberMetadata of a classic-protocol member (None: a consumer-protocol member):
+    #: its session timeout and its (protocol name, metadata as hex) list
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,8 @@ def decode_consumer_group_value(kind: int, text: str) -> ConsumerGroupValue:
             )
     if "subscribed_topic_names" in d:
         d["subscribed_topic_names"] = tuple(d["subscribed_topic_names"])
+    if d.get("classic_protocols") is not None:
+        d["classic_protocols"] = tuple((name, meta) for name, meta in d["classic_protocols"])
     value: ConsumerGroupValue = CONSUMER_GROUP_VALUE_TYPES[kind](**d)
     return value
 

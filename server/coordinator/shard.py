@@ -17,6 +17,7 @@ stored on the member and handed back in `Effects.replies` when the request compl
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import Any
@@ -25,21 +26,22 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
+from groupcoord.server.coordinator.modern.consumer import codec, migration
 from groupcoord.server.coordinator.modern.consumer import views as consumer_views
 from groupcoord.server.coordinator.modern.consumer.api import (
     ConsumerGroupConfig,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResult,
     DescribedConsumerGroup,
+    StaticTopicImage,
     TopicImage,
 )
 from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
 from groupcoord.server.coordinator.modern.consumer.manager import (
-    REBALANCE,
-    SESSION,
+    TIMER_KINDS,
     ConsumerGroupManager,
-    HeartbeatError,
 )
+from groupcoord.server.coordinator.modern.consumer.validation import HeartbeatError
 from groupcoord.server.coordinator.modern.share import offsets as share_offsets
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.modern.share.group import (
@@ -74,7 +76,6 @@ from groupcoord.server.coordinator.types import (
     OffsetFetchRequest,
     OffsetFetchResult,
     SyncGroupRequest,
-    SyncGroupResult,
     TxnOffsetCommitRequest,
 )
 
@@ -91,8 +92,12 @@ class GroupCoordinatorShard:
         id_factory: Callable[[str], str] | None = None,
         consumer_config: ConsumerGroupConfig | None = None,
         share_config: ShareGroupConfig | None = None,
+        topics: TopicImage | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
+        #: the topics as the coordinator sees them, for what no request brings an image to: classic members of
+        #: consumer groups (their assignments name topics) and conversions started by a timer
+        self.topics: TopicImage = topics if topics is not None else StaticTopicImage()
         self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
         self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager)
         self.consumer_manager = ConsumerGroupManager(
@@ -100,6 +105,7 @@ class GroupCoordinatorShard:
         )
         self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
         self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
+        self.consumer_manager.downgrade = self._downgrade
         #: KIP-932 share groups (modern/share); one group id has one type, so each side asks the other
         self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.has_group)
         #: share-partition state read at load, for the share-partition manager (server/share) to take
@@ -148,13 +154,31 @@ class GroupCoordinatorShard:
 
     # ============================================================================= group requests
 
-    # A classic request naming a consumer group: classic members inside consumer groups (online migration,
-    # spec §9) are not supported yet, so they get what Kafka answers when the migration policy forbids it.
+    # A classic request naming a consumer group comes from a classic member inside it (online migration,
+    # spec §9.3): `modern/consumer/migration.py` serves it.
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
-        if req.group_id in self.consumer_manager.groups:
+        cg = self.consumer_manager.group(req.group_id)
+        cfg = self._ctx.config
+        if cg is not None and cg.members:
             fx = self._ctx.begin(now_ms)
-            fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=req.member_id))
+            if req.version == 0:  # v0 has no rebalance timeout: the session timeout stands for it
+                req = dataclasses.replace(req, rebalance_timeout_ms=req.session_timeout_ms)
+            if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+                result = JoinGroupResult(int(E.INVALID_SESSION_TIMEOUT), member_id=req.member_id)
+            else:
+                result = migration.classic_join(
+                    self.consumer_manager, cg, req, self.topics, cfg.max_size, self._downgrade_replaced
+                )
+            failed = JoinGroupResult(PERSIST_ERROR, member_id=req.member_id)
+            self._reply_after_write(fx, token, result, failed)
+            return fx
+        if cg is not None:
+            # an empty consumer group is replaced by a classic one (Kafka's classicGroupJoinToClassicGroup);
+            # its offsets stay
+            fx = self.group_manager.join_group(req, token, now_ms)
+            if req.group_id in self.group_manager.groups:
+                self.consumer_manager.delete(req.group_id, "converted")
             return fx
         if self.share_manager.has(req.group_id):
             # one id, one type: a classic join on a share group's id (Kafka: "not a classic group")
@@ -163,29 +187,84 @@ class GroupCoordinatorShard:
             return fx
         return self.group_manager.join_group(req, token, now_ms)
 
+    def _reply_after_write(self, fx: Effects, token: Hashable, result: object, failed: object) -> None:
+        """Reply `result` once the operation's records are durable (`failed` if the write fails)."""
+        if not fx.records:
+            fx.reply(token, result)
+            return
+
+        def after(ok: bool, now: int) -> Effects:
+            fx2 = self._ctx.begin(now)
+            fx2.reply(token, result if ok else failed)
+            return fx2
+
+        fx.after_persist = after
+
     def sync_group(self, req: SyncGroupRequest, token: Hashable, now_ms: int) -> Effects:
-        if req.group_id in self.consumer_manager.groups:
+        cg = self.consumer_manager.group(req.group_id)
+        if cg is not None:
             fx = self._ctx.begin(now_ms)
-            fx.reply(token, SyncGroupResult(int(E.UNKNOWN_MEMBER_ID)))
+            fx.reply(token, migration.classic_sync(self.consumer_manager, cg, req, self.topics))
             return fx
         return self.group_manager.sync_group(req, token, now_ms)
 
     def heartbeat(self, req: HeartbeatRequest, now_ms: int) -> tuple[int, Effects | None]:
-        if req.group_id in self.consumer_manager.groups:
-            return int(E.UNKNOWN_MEMBER_ID), None
+        cg = self.consumer_manager.group(req.group_id)
+        if cg is not None:
+            fx = self._ctx.begin(now_ms)
+            return migration.classic_heartbeat(self.consumer_manager, cg, req), fx
         return self.group_manager.heartbeat(req, now_ms)
 
     def heartbeat_timer(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None, now_ms: int
-    ) -> tuple[int, Hashable | None, int]:
+    ) -> tuple[int | None, Hashable | None, int]:
+        """The runtime's Heartbeat fast path; an error of None sends the request the general way (`heartbeat`):
+        a classic member of a consumer group may need two timers moved."""
+        if group_id in self.consumer_manager.groups:
+            return None, None, 0
         return self.group_manager.heartbeat_timer(group_id, generation_id, member_id, instance_id, now_ms)
 
     def leave_group(self, req: LeaveGroupRequest, now_ms: int) -> tuple[LeaveGroupResult, Effects]:
-        if req.group_id in self.consumer_manager.groups:
-            unknown = int(E.UNKNOWN_MEMBER_ID)
-            members = tuple((mm.member_id, mm.group_instance_id, unknown) for mm in req.members)
-            return LeaveGroupResult(NONE, members), self._ctx.begin(now_ms)
+        cg = self.consumer_manager.group(req.group_id)
+        if cg is not None:
+            fx = self._ctx.begin(now_ms)
+            return migration.classic_leave(self.consumer_manager, cg, req), fx
         return self.group_manager.leave_group(req, now_ms)
+
+    def _downgrade_replaced(self, g: ConsumerGroup, rebalance: bool) -> None:
+        """Online downgrade, trigger B (spec §9.2): a classic static member took the place of the last
+        consumer-protocol member; the group, already updated, becomes a classic group."""
+        classic = migration.to_classic_group(g, (), self.topics, self._ctx.now)
+        self._convert_to_classic(g, classic, rebalance)
+
+    def _convert_to_classic(self, g: ConsumerGroup, classic: ClassicGroup, rebalance: bool) -> None:
+        mgr = self.consumer_manager
+        for r in codec.group_tombstones(g):
+            self._ctx.fx.record(r)
+        mgr.cancel_all_timers(g)
+        mgr.journal.event(
+            g, "state_change", state_from=g.journaled_state, state_to="Dead", reason="downgraded"
+        )
+        del mgr.groups[g.group_id]
+        self.group_manager.take_over(classic, "downgraded", rebalance)
+
+    def _downgrade(self, g: ConsumerGroup, leaving: list[str], reason: str) -> bool:
+        """Online downgrade (spec §9.2, trigger A): called as `leaving` are about to be fenced; when only
+        classic members would remain and the policy allows it, the consumer group becomes a classic group that
+        rebalances at once, and the members are not fenced one by one."""
+        mgr = self.consumer_manager
+        if not migration.downgrade_allowed(mgr, g, leaving, self._ctx.config.max_size):
+            return False
+        try:
+            classic = migration.to_classic_group(g, leaving, self.topics, self._ctx.now)
+        except ValueError:  # no protocol every member supports: stay a consumer group
+            return False
+        for mid in leaving:
+            gone = g.members.get(mid)
+            if gone is not None:
+                mgr.journal.member(g, "member_removed", gone, reason)
+        self._convert_to_classic(g, classic, True)
+        return True
 
     # ====================================================================== KIP-848 consumer groups
 
@@ -206,17 +285,17 @@ class GroupCoordinatorShard:
             return fx
         classic = self.group_manager.group(req.group_id)
         if classic is not None and classic.state != DEAD:
-            if (
-                req.member_epoch != 0
-                or classic.state != EMPTY
-                or req.group_id in self.consumer_manager.groups
-            ):
-                # a non-empty classic group: online upgrade is not supported yet (Kafka answers this when
-                # its migration policy forbids the upgrade)
+            if req.member_epoch != 0 or req.group_id in self.consumer_manager.groups:
                 message = f"Group {req.group_id} is not a consumer group."
                 fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
                 return fx
-            self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
+            if classic.state == EMPTY:
+                self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
+            else:
+                problem = self._upgrade(classic, topics)  # spec §9.1
+                if problem is not None:
+                    fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), problem))
+                    return fx
         result = self.consumer_manager.heartbeat(req, topics, validated=True)
         if not fx.records:
             fx.reply(token, result)
@@ -229,6 +308,20 @@ class GroupCoordinatorShard:
 
         fx.after_persist = after
         return fx
+
+    def _upgrade(self, classic: ClassicGroup, topics: TopicImage) -> str | None:
+        """Online upgrade (Kafka's `validateOnlineUpgrade` + `convertToConsumerGroup`): the classic group
+        becomes a consumer group whose members keep their partitions; or why it cannot."""
+        problem = migration.upgrade_problem(classic, self.consumer_manager)
+        if problem is not None:
+            return problem
+        try:
+            cg = migration.from_classic_group(classic, topics)
+        except migration.MigrationError as err:
+            return str(err)
+        self.group_manager.hand_over(classic, "upgraded")
+        migration.install_upgraded(self.consumer_manager, cg)
+        return None
 
     def consumer_group_describe(self, ids: Iterable[str], topics: TopicImage) -> list[DescribedConsumerGroup]:
         default = self.consumer_manager.config.assignors[0]
@@ -248,7 +341,7 @@ class GroupCoordinatorShard:
         return self.group_manager.force_rebalance(group_id, reason, now_ms)
 
     def on_timer(self, key: tuple[Any, ...], now_ms: int) -> Effects:
-        if key[0] in (SESSION, REBALANCE):
+        if key[0] in TIMER_KINDS:
             fx = self._ctx.begin(now_ms)
             self.consumer_manager.on_timer(key)
             return fx

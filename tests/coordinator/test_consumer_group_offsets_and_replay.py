@@ -116,10 +116,21 @@ def test_39_delete_only_when_empty() -> None:
 
 
 def test_classic_requests_on_a_consumer_group() -> None:
-    h = Harness()
+    """Migration policy `disabled`: no classic member joins a consumer group; otherwise a malformed
+    embedded subscription is refused, once the member has an id (spec §9.3's order)."""
+    h = Harness(migration_policy="disabled")
     h.hb("m1", 0)
     req = JoinGroupRequest(5, "g", 10000, 10000, "", None, "consumer", (("range", b""),))
     fx = h.shard.join_group(req, "j", h.now)
+    assert fx.replies[0][1].error == E.INCONSISTENT_GROUP_PROTOCOL
+    h = Harness()
+    h.hb("m1", 0)
+    fx = h.shard.join_group(req, "j", h.now)
+    assert fx.replies[0][1].error == E.MEMBER_ID_REQUIRED
+    known = JoinGroupRequest(
+        5, "g", 10000, 10000, fx.replies[0][1].member_id, None, "consumer", (("range", b""),)
+    )
+    fx = h.shard.join_group(known, "j", h.now)
     assert fx.replies[0][1].error == E.INCONSISTENT_GROUP_PROTOCOL
     (classic,) = h.shard.describe_groups(["g"])
     assert classic.state == "Dead"

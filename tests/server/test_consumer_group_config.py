@@ -18,8 +18,17 @@ def parse(argv: list[str], env: dict[str, str] | None = None):  # type: ignore[n
 
 def test_defaults_are_kafkas() -> None:
     assert parse([]).consumer_group() == ConsumerGroupConfig(
-        45000, 5000, 2**31 - 1, ("uniform", "range"), 1000
+        45000, 5000, 2**31 - 1, ("uniform", "range"), 1000, "bidirectional"
     )
+
+
+def test_migration_policy_flag_and_environment() -> None:
+    """`group.consumer.migration.policy`: case-insensitive, as Kafka's `ConsumerGroupMigrationPolicy.parse`."""
+    cfg = parse(["--group-consumer-migration-policy", "Upgrade"]).consumer_group()
+    assert (cfg.migration_policy, cfg.upgrade_enabled, cfg.downgrade_enabled) == ("upgrade", True, False)
+    cfg = parse([], {"GROUPCOORD_GROUP_CONSUMER_MIGRATION_POLICY": "DISABLED"}).consumer_group()
+    assert (cfg.migration_policy, cfg.upgrade_enabled, cfg.downgrade_enabled) == ("disabled", False, False)
+    assert parse(["--group-consumer-migration-policy", "downgrade"]).consumer_group().downgrade_enabled
 
 
 def test_flags_and_environment() -> None:
@@ -43,6 +52,7 @@ def test_flags_and_environment() -> None:
         ["--group-consumer-max-size", "0"],
         ["--group-consumer-assignors", "sticky"],
         ["--group-consumer-assignors", "uniform,uniform"],
+        ["--group-consumer-migration-policy", "sideways"],
         ["--group-consumer-min-heartbeat-interval-ms", "1000", "--group-consumer-heartbeat-interval-ms", "45000",
          "--group-consumer-max-heartbeat-interval-ms", "50000"],  # not below the session timeout
     ],

@@ -10,6 +10,9 @@ from typing import Protocol
 
 Partitions = Mapping[uuid.UUID, frozenset[int]]
 
+#: Kafka's `ConsumerGroupMigrationPolicy` values
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+
 
 class TopicImage(Protocol):
     """The topics as the coordinator sees them now (Kafka's `MetadataImage`)."""
@@ -53,6 +56,16 @@ class ConsumerGroupConfig:
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
     assignment_interval_ms: int = 1000
+    #: `group.consumer.migration.policy` (lower case): disabled, upgrade, downgrade or bidirectional
+    migration_policy: str = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)

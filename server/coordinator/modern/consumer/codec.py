@@ -12,7 +12,11 @@ import uuid
 
 from groupcoord.server.coordinator.modern.consumer.api import Partitions
 from groupcoord.server.coordinator.modern.consumer.group import ConsumerGroup
-from groupcoord.server.coordinator.modern.consumer.member import Assignment, ConsumerGroupMember
+from groupcoord.server.coordinator.modern.consumer.member import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerGroupMember,
+)
 from groupcoord.server.coordinator.records import (
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
     CONSUMER_GROUP_MEMBER_METADATA,
@@ -71,6 +75,10 @@ def member_metadata(group_id: str, m: ConsumerGroupMember) -> ConsumerGroupRecor
         subscribed_topic_regex=m.subscribed_topic_regex,
         rebalance_timeout_ms=m.rebalance_timeout_ms,
         server_assignor=m.server_assignor,
+        classic_session_timeout_ms=None if m.classic is None else m.classic.session_timeout_ms,
+        classic_protocols=None
+        if m.classic is None
+        else tuple((name, meta.hex()) for name, meta in m.classic.protocols),
     )
     return ConsumerGroupRecord(CONSUMER_GROUP_MEMBER_METADATA, group_id, m.member_id, value)
 
@@ -156,6 +164,12 @@ def replay(groups: dict[str, ConsumerGroup], r: ConsumerGroupRecord) -> None:
                     subscribed_topic_regex=v.subscribed_topic_regex,
                     rebalance_timeout_ms=v.rebalance_timeout_ms,
                     server_assignor=v.server_assignor,
+                    classic=None
+                    if v.classic_protocols is None
+                    else ClassicMemberMetadata(
+                        v.classic_session_timeout_ms or 0,
+                        tuple((name, bytes.fromhex(meta)) for name, meta in v.classic_protocols),
+                    ),
                 )
             )
     elif r.kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT:

@@ -27,6 +27,8 @@ DEAD = "Dead"
 
 #: ConsumerGroupDescribe v1 MemberType of a member of this group (KIP-1099): 1 = consumer protocol
 MEMBER_TYPE_CONSUMER = 1
+#: ... and 0 = a classic-protocol member inside the consumer group (online migration)
+MEMBER_TYPE_CLASSIC = 0
 
 
 def _indexed(m: ConsumerGroupMember) -> tuple[object, ...]:
@@ -189,6 +191,11 @@ class ConsumerGroup:
                     if self._partition_epochs.get((t, p)) == m.member_epoch:
                         del self._partition_epochs[(t, p)]
 
+    def all_classic_except(self, member_ids: Iterable[str]) -> bool:
+        """Kafka's `allMembersUseClassicProtocolExcept`: every member not in `member_ids` is classic."""
+        skip = set(member_ids)
+        return all(m.uses_classic_protocol for mid, m in self.members.items() if mid not in skip)
+
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         if instance_id is None:
             return None
@@ -215,12 +222,16 @@ class ConsumerGroup:
         m = self.members.get(member_id)
         if m is None:
             return int(E.UNKNOWN_MEMBER_ID)
-        if not transactional and api_version < 9:
+        classic = m.uses_classic_protocol
+        # a classic member commits with its generation (= member epoch) and any version; its errors are
+        # ILLEGAL_GENERATION where a consumer-protocol member's are STALE_MEMBER_EPOCH
+        stale = int(E.ILLEGAL_GENERATION if classic else E.STALE_MEMBER_EPOCH)
+        if not transactional and not classic and api_version < 9:
             return int(E.UNSUPPORTED_VERSION)
         if member_epoch == m.member_epoch:
             return int(E.NONE)
         if member_epoch > m.member_epoch:
-            return int(E.STALE_MEMBER_EPOCH)
+            return stale
         for t, p in partitions:
             epoch = None
             if t is not None:
@@ -228,7 +239,7 @@ class ConsumerGroup:
                 if epoch is None:
                     epoch = m.pending_revocation.get(t, {}).get(p)
             if epoch is None or member_epoch < epoch:
-                return int(E.STALE_MEMBER_EPOCH)
+                return stale
         return int(E.NONE)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int:
@@ -239,5 +250,5 @@ class ConsumerGroup:
         if m is None:
             return int(E.UNKNOWN_MEMBER_ID)
         if member_epoch != m.member_epoch:
-            return int(E.STALE_MEMBER_EPOCH)
+            return int(E.ILLEGAL_GENERATION if m.uses_classic_protocol else E.STALE_MEMBER_EPOCH)
         return int(E.NONE)

@@ -20,6 +20,7 @@ from groupcoord.server.coordinator.modern.consumer.api import (
     ConsumerGroupConfig,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResult,
+    Partitions,
     TopicImage,
 )
 from groupcoord.server.coordinator.modern.consumer.group import DEAD, ConsumerGroup
@@ -40,6 +41,7 @@ from groupcoord.server.coordinator.modern.consumer.target import (
     metadata_hash,
     subscribed_topic_ids,
 )
+from groupcoord.server.coordinator.modern.consumer.validation import HeartbeatError, validate_request
 from groupcoord.server.coordinator.records import ConsumerGroupRecord
 from groupcoord.server.coordinator.types import CancelTimer, ScheduleTimer
 
@@ -47,6 +49,10 @@ E = ErrorCode
 
 SESSION = "cg-session"
 REBALANCE = "cg-rebalance"
+#: a classic member told to rejoin that did not / that joined and never synced (online migration, spec §9.3)
+JOIN = "cg-join"
+SYNC = "cg-sync"
+TIMER_KINDS = (SESSION, REBALANCE, JOIN, SYNC)
 
 
 #: (kind, group id, member id): the runtime reads the group id at [1] for the group's mailbox
@@ -61,20 +67,12 @@ def rebalance_key(group_id: str, member_id: str) -> TimerKey:
     return (REBALANCE, group_id, member_id)
 
 
-class HeartbeatError(Exception):
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = int(code)
-        self.message = message
+def join_key(group_id: str, member_id: str) -> TimerKey:
+    return (JOIN, group_id, member_id)
 
 
-#: what Java's `String.trim()` strips: every character up to U+0020
-_TRIMMED = "".join(chr(c) for c in range(33))
-
-
-def blank(s: str | None) -> bool:
-    """Java's `trim().isEmpty()`: only characters <= U+0020."""
-    return s is not None and not s.strip(_TRIMMED)
+def sync_key(group_id: str, member_id: str) -> TimerKey:
+    return (SYNC, group_id, member_id)
 
 
 class ConsumerGroupManager:
@@ -92,6 +90,14 @@ class ConsumerGroupManager:
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
         self.regexes = RegexResolver()
         self.journal = ConsumerJournal(ctx, self.config.assignors[0])
+        # (group, member) of the classic members whose join timer is armed (Kafka's `scheduleIfAbsent`)
+        self._join_armed: set[tuple[str, str]] = set()
+        #: set by the shard: given a group and the members about to be fenced, converts the group to a classic
+        #: group instead when the online downgrade applies (spec §9.2) and says whether it did
+        self.downgrade: Callable[[ConsumerGroup, list[str], str], bool] | None = None
+
+    def new_member_id(self) -> str:
+        return self._new_id()
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
@@ -99,39 +105,8 @@ class ConsumerGroupManager:
     # ================================================================================== validation
 
     def validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid` (spec §2.2 step 5); first failure wins."""
-        epoch = req.member_epoch
-        if (req.version >= 1 or epoch > 0 or epoch == -1) and (blank(req.member_id) or req.member_id == ""):
-            raise HeartbeatError(E.INVALID_REQUEST, "MemberId can't be empty.")
-        if blank(req.group_id) or req.group_id == "":
-            raise HeartbeatError(E.INVALID_REQUEST, "GroupId can't be empty.")
-        if req.instance_id is not None and (blank(req.instance_id) or req.instance_id == ""):
-            raise HeartbeatError(E.INVALID_REQUEST, "InstanceId can't be empty.")
-        if req.rack_id is not None and (blank(req.rack_id) or req.rack_id == ""):
-            raise HeartbeatError(E.INVALID_REQUEST, "RackId can't be empty.")
-        if epoch == 0:
-            if req.rebalance_timeout_ms == -1:
-                raise HeartbeatError(
-                    E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
-                )
-            if req.topic_partitions is None or any(req.topic_partitions.values()):
-                raise HeartbeatError(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
-            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-                raise HeartbeatError(
-                    E.INVALID_REQUEST,
-                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
-                )
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise HeartbeatError(E.INVALID_REQUEST, "InstanceId can't be null.")
-        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise HeartbeatError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
-        if req.server_assignor is not None and req.server_assignor not in self.config.assignors:
-            raise HeartbeatError(
-                E.UNSUPPORTED_ASSIGNOR,
-                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
-                f"{', '.join(self.config.assignors)}.",
-            )
+        """Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid` (spec §2.2 step 5); raises HeartbeatError."""
+        validate_request(req, self.config.assignors)
 
     # =================================================================================== heartbeat
 
@@ -192,8 +167,44 @@ class ConsumerGroupManager:
             ),
             client_id=req.client_id,
             client_host=req.client_host,
+            classic=None,  # a consumer-protocol heartbeat: the member speaks that protocol from now on
         )
-        new_member = req.member_id not in g.members and replaced is None
+        reconciled = self.apply_update(
+            g, created, member_id, member, updated, replaced, topics, req.topic_partitions
+        )
+        self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
+        full = (
+            req.rebalance_timeout_ms != -1
+            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+            and req.topic_partitions is not None
+        )
+        changed = reconciled.assigned_partitions() != member.assigned_partitions()
+        send = req.member_epoch == 0 or full or changed or replaced is not None
+        return ConsumerGroupHeartbeatResult(
+            int(E.NONE),
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            assignment=reconciled.assigned_partitions() if send else None,
+        )
+
+    def apply_update(
+        self,
+        g: ConsumerGroup,
+        created: bool,
+        member_id: str,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        replaced: ConsumerGroupMember | None,
+        topics: TopicImage,
+        owned: Partitions | None,
+    ) -> ConsumerGroupMember:
+        """Kafka's common path of a heartbeat and of a classic member's JoinGroup (spec §2.4 steps 5-8): the
+        member's update written, the group epoch bumped if its subscriptions or topics changed, a new target
+        computed if due, the member reconciled towards it given the partitions it `owned` (None: unknown).
+        Returns the reconciled member; raises HeartbeatError."""
+        cfg, now = self.config, self.ctx.now
+        new_member = member_id not in g.members and replaced is None
         regex = updated.subscribed_topic_regex or None
         regex_changed = regex != (member.subscribed_topic_regex or None)
         if regex is not None and regex_changed:
@@ -282,7 +293,7 @@ class ConsumerGroupManager:
                     target.get(member_id, {}),
                     subscribed_topic_ids(updated.subscribed_topics(resolved), topics),
                     g.partition_epoch,
-                    req.topic_partitions,
+                    owned,
                     subscription_changed,
                 ).build()
             except FencedMemberEpochError as err:
@@ -296,21 +307,7 @@ class ConsumerGroupManager:
             self.ctx.fx.record(r)
         if created or bumped or assigned or replaced is not None or new_member or reconciled is not updated:
             self._journal_heartbeat(g, topics, created, cause, bumped, assigned, replaced, new_member, member)
-        self.ctx.fx.timer(ScheduleTimer(session_key(g.group_id, member_id), now + cfg.session_timeout_ms))
-        full = (
-            req.rebalance_timeout_ms != -1
-            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
-            and req.topic_partitions is not None
-        )
-        changed = reconciled.assigned_partitions() != member.assigned_partitions()
-        send = req.member_epoch == 0 or full or changed or replaced is not None
-        return ConsumerGroupHeartbeatResult(
-            int(E.NONE),
-            member_id=member_id,
-            member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            assignment=reconciled.assigned_partitions() if send else None,
-        )
+        return reconciled
 
     def _journal_heartbeat(
         self,
@@ -483,6 +480,9 @@ class ConsumerGroupManager:
     ) -> None:
         """Kafka's `consumerGroupFenceMembers` (spec §5.4): tombstones, removal, one epoch bump. `reason`
         (journal): `left`, `session_timeout`, `rebalance_timeout`."""
+        member_ids = list(member_ids)
+        if self.downgrade is not None and self.downgrade(g, member_ids, reason):
+            return
         removed = False
         for mid in member_ids:
             gone = g.remove_member(mid)
@@ -517,11 +517,35 @@ class ConsumerGroupManager:
     def _cancel(self, key: TimerKey) -> None:
         if key[0] == REBALANCE:
             self._rebalance_epochs.pop((key[1], key[2]), None)
+        elif key[0] == JOIN:
+            self._join_armed.discard((key[1], key[2]))
         self.ctx.fx.timer(CancelTimer(key))
+
+    cancel = _cancel
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self._cancel(session_key(group_id, member_id))
         self._cancel(rebalance_key(group_id, member_id))
+        if (group_id, member_id) in self._join_armed:
+            self._cancel(join_key(group_id, member_id))
+        self.ctx.fx.timer(CancelTimer(sync_key(group_id, member_id)))
+
+    def cancel_all_timers(self, g: ConsumerGroup) -> None:
+        for mid in g.members:
+            self._cancel_timers(g.group_id, mid)
+
+    def schedule_session(self, group_id: str, m: ConsumerGroupMember) -> None:
+        """(Re)arm the member's session timer: a classic member's own session timeout, else the group's."""
+        timeout = m.classic.session_timeout_ms if m.classic is not None else self.config.session_timeout_ms
+        self.ctx.fx.timer(ScheduleTimer(session_key(group_id, m.member_id), self.ctx.now + timeout))
+
+    def schedule_join_if_absent(self, group_id: str, m: ConsumerGroupMember) -> None:
+        """A classic member told to rejoin must do so within its rebalance timeout, or it is fenced."""
+        if (group_id, m.member_id) in self._join_armed:
+            return
+        self._join_armed.add((group_id, m.member_id))
+        deadline = self.ctx.now + max(m.rebalance_timeout_ms, 0)
+        self.ctx.fx.timer(ScheduleTimer(join_key(group_id, m.member_id), deadline))
 
     def on_timer(self, key: tuple[object, ...]) -> None:
         kind, group_id, member_id = str(key[0]), str(key[1]), str(key[2])
@@ -530,6 +554,11 @@ class ConsumerGroupManager:
             return
         if kind == SESSION:
             self.fence(g, [member_id], None, "session_timeout")
+        elif kind == JOIN:
+            self._join_armed.discard((group_id, member_id))
+            self.fence(g, [member_id], None, "join_timeout")
+        elif kind == SYNC:
+            self.fence(g, [member_id], None, "sync_timeout")
         elif kind == REBALANCE:
             epoch = self._rebalance_epochs.pop((group_id, member_id), None)
             m = g.members[member_id]
@@ -548,11 +577,7 @@ class ConsumerGroupManager:
             g = self.groups[gid]
             g.journaled_state = g.state
             for m in g.members.values():
-                self.ctx.fx.timer(
-                    ScheduleTimer(
-                        session_key(gid, m.member_id), self.ctx.now + self.config.session_timeout_ms
-                    )
-                )
+                self.schedule_session(gid, m)
                 if m.state == UNREVOKED_PARTITIONS:
                     self._rebalance_timer(gid, m)
 

@@ -34,6 +34,16 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """Kafka's `ClassicMemberMetadata`: what a member that speaks the classic protocol (JoinGroup/SyncGroup/
+    Heartbeat) inside a consumer group keeps of its JoinGroup: its session timeout and every (name, metadata)
+    protocol it offered, in its order (the first one names the protocol and the embedded version)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMember:
     member_id: str
     member_epoch: int = 0
@@ -49,6 +59,12 @@ class ConsumerGroupMember:
     server_assignor: str | None = None
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: set for a member that uses the classic protocol (online migration, spec §9); None: consumer protocol
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def replace(self, **changes: object) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -71,6 +87,7 @@ class ConsumerGroupMember:
             self.subscribed_topic_regex,
             self.rebalance_timeout_ms,
             self.server_assignor,
+            self.classic,
         )
 
     def assignment_key(self) -> tuple[object, ...]:

@@ -13,7 +13,11 @@ from groupcoord.server.coordinator.modern.consumer.api import (
     DescribedTopicPartitions,
     TopicImage,
 )
-from groupcoord.server.coordinator.modern.consumer.group import MEMBER_TYPE_CONSUMER, ConsumerGroup
+from groupcoord.server.coordinator.modern.consumer.group import (
+    MEMBER_TYPE_CLASSIC,
+    MEMBER_TYPE_CONSUMER,
+    ConsumerGroup,
+)
 
 E = ErrorCode
 
@@ -50,7 +54,7 @@ def describe(g: ConsumerGroup, topics: TopicImage, default_assignor: str) -> Des
                 subscribed_topic_regex=m.subscribed_topic_regex or None,
                 assignment=_described(current, topics),
                 target_assignment=_described(g.target.get(mid, {}), topics),
-                member_type=MEMBER_TYPE_CONSUMER,
+                member_type=MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER,
             )
         )
     return DescribedConsumerGroup(
