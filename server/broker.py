@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import structlog
@@ -266,6 +267,9 @@ class Broker:
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
         self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
         self.dispatcher.on_connection_closed.append(self.share.connection_closed)
+        self.configs.on_group_changed = self._group_configs_changed
+        for group_id, group_configs in self.configs.state.groups.items():  # durable group configs (issue 26)
+            self._group_configs_changed(group_id, group_configs)
         if cfg.metrics_port:
             if cfg.console:
                 self.console = self._make_console()
@@ -329,6 +333,13 @@ class Broker:
         if Topics.is_internal(topic):
             return
         self.logs.set_log_config(topic, config)
+
+    def _group_configs_changed(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's configs (GROUP config resource) changed or were loaded: the group coordinator (session
+        timeouts, heartbeat intervals) and the share partitions (locks, limits, isolation) take them."""
+        assert self.machine is not None and self.share is not None
+        self.machine.set_group_config(group_id, group_configs)
+        self.share.set_group_config(group_id, group_configs)
 
     def _topic_created(self, info: TopicInfo) -> None:
         """Auto-created and --topic topics follow the broker's (possibly altered) defaults."""

@@ -256,6 +256,11 @@ class GroupCoordinatorShard:
             return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
 
+    def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's configs (Kafka's `GroupConfig`: `consumer.*`, `share.*`) changed or were loaded."""
+        self.consumer_manager.set_group_config(group_id, group_configs)
+        self.share_manager.set_group_config(group_id, group_configs)
+
     # ================================================================ share groups (KIP-932)
 
     def share_group_heartbeat(self, req: ShareHeartbeatRequest, token: Hashable, now_ms: int) -> Effects:

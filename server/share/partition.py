@@ -61,6 +61,7 @@ class SharePartition:
         delivery_count_limit: int = 5,
         max_in_flight: int = 2000,
         state_epoch: int = 0,
+        renew_enabled: bool = True,
     ) -> None:
         self.start = start_offset  # SPSO
         self.end = start_offset  # one past the last acquired offset (SPEO + 1)
@@ -69,11 +70,13 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.state_epoch = state_epoch
+        #: the group config `share.renew.acknowledge.enable`
+        self.renew_enabled = renew_enabled
 
     # ------------------------------------------------------------------------------- load and save
 
     @classmethod
-    def restore(cls, value: SharePartitionValue, **limits: int) -> SharePartition:
+    def restore(cls, value: SharePartitionValue, **limits: int | bool) -> SharePartition:
         sp = cls(value.start_offset, state_epoch=value.state_epoch, **limits)
         for b in value.batches:
             for off in range(max(b.first_offset, sp.start), b.last_offset + 1):
@@ -177,6 +180,32 @@ class SharePartition:
             self.end -= 1
         return kept
 
+    def archive_acquired(
+        self, acquired: Sequence[AcquiredRange], batches: Sequence[tuple[int, int]]
+    ) -> list[AcquiredRange]:
+        """read_committed: the offsets of this fetch's `acquired` ranges inside `batches` (aborted
+        transactions) become ARCHIVED instead of delivered (Kafka's filterAbortedTransactionalAcquiredRecords).
+        Returns the ranges still delivered."""
+        if not batches:
+            return list(acquired)
+        drop = {off for first, last in batches for off in range(first, last + 1)}
+        kept: list[AcquiredRange] = []
+        for r in acquired:
+            run: list[int] = []
+            for off in range(r.first_offset, r.last_offset + 1):
+                if off in drop:
+                    rec = self.window[off]
+                    rec.state, rec.owner, rec.deadline_ms = ARCHIVED, "", 0
+                    if run:
+                        kept.append(AcquiredRange(run[0], run[-1], r.delivery_count))
+                        run = []
+                else:
+                    run.append(off)
+            if run:
+                kept.append(AcquiredRange(run[0], run[-1], r.delivery_count))
+        self._advance()
+        return kept
+
     def skip_to(self, offset: int) -> bool:
         """The log start moved past SPSO (retention, DeleteRecords) or `share.auto.offset.reset` resolved:
         archive what is below `offset` and start there. True when something changed."""
@@ -208,6 +237,11 @@ class SharePartition:
                 rec = self.window[off]
                 if rec.state != ACQUIRED or rec.owner != member:
                     return int(ErrorCode.INVALID_RECORD_STATE), f"offset {off} is not acquired by this member"
+            if RENEW in b.types and not self.renew_enabled:
+                return (
+                    int(ErrorCode.INVALID_RECORD_STATE),
+                    "Renewing acquisition locks is not enabled for the group.",
+                )
         return 0, None
 
     def acknowledge(

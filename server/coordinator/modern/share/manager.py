@@ -54,8 +54,22 @@ class ShareGroupManager:
     def __init__(self, config: ShareGroupConfig, is_other_group: Callable[[str], bool]) -> None:
         self.config = config
         self.groups: dict[str, ShareGroup] = {}
+        #: groups with `share.*` group configs: their effective config (set through `set_group_config`)
+        self.group_configs: dict[str, ShareGroupConfig] = {}
         #: whether a classic (or consumer) group owns this id: one id has exactly one type
         self._is_other_group = is_other_group
+
+    def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's configs changed (IncrementalAlterConfigs on its GROUP resource): its session timeout and
+        heartbeat interval apply from each member's next heartbeat, as in Kafka."""
+        cfg = self.config.for_group(group_configs)
+        if cfg == self.config:
+            self.group_configs.pop(group_id, None)
+        else:
+            self.group_configs[group_id] = cfg
+
+    def config_for(self, group_id: str) -> ShareGroupConfig:
+        return self.group_configs.get(group_id, self.config)
 
     # ------------------------------------------------------------------------------------- heartbeat
 
@@ -160,16 +174,15 @@ class ShareGroupManager:
         full = req.member_epoch == 0 or req.subscribed_topic_names is not None
         moved, assignment_changed = self._reconcile(g, member)
         changed = changed or moved
-        fx.timer(
-            ScheduleTimer(session_key(g.group_id, member.member_id), now_ms + self.config.session_timeout_ms)
-        )
+        cfg = self.config_for(g.group_id)
+        fx.timer(ScheduleTimer(session_key(g.group_id, member.member_id), now_ms + cfg.session_timeout_ms))
         return (
             ShareHeartbeatResult(
                 NONE,
                 None,
                 member.member_id,
                 member.member_epoch,
-                self.config.heartbeat_interval_ms,
+                cfg.heartbeat_interval_ms,
                 frozen_assignment(member.assignment) if (full or assignment_changed) else None,
             ),
             changed,
@@ -304,7 +317,8 @@ class ShareGroupManager:
             if wanted is not None and g.group_id not in wanted:
                 continue
             for mid in g.members:
-                fx.timer(ScheduleTimer(session_key(g.group_id, mid), now_ms + self.config.session_timeout_ms))
+                timeout = self.config_for(g.group_id).session_timeout_ms
+                fx.timer(ScheduleTimer(session_key(g.group_id, mid), now_ms + timeout))
 
     def unload(self, fx: Effects, group_ids: Iterable[str] | None = None) -> None:
         ids = list(self.groups) if group_ids is None else [i for i in group_ids if i in self.groups]
