@@ -268,6 +268,7 @@ class Broker:
         self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
         self.dispatcher.on_connection_closed.append(self.share.connection_closed)
         self.configs.on_group_changed = self._group_configs_changed
+        self.share.on_event = self.journal.append  # share_records events (docs/journal.md)
         for group_id, group_configs in self.configs.state.groups.items():  # durable group configs (issue 26)
             self._group_configs_changed(group_id, group_configs)
         if cfg.metrics_port:

@@ -45,6 +45,22 @@ class AcquiredRange:
     delivery_count: int
 
 
+@dataclass(slots=True)
+class Tally:
+    """Running counts of record transitions (never stored): the share service journals their differences
+    per call (`share_records` events). `released` counts every return from ACQUIRED without an
+    acknowledgement or a rejection (RELEASE, lock expiry, session close), `archived` every move to ARCHIVED
+    (REJECT, GAP, the delivery-count limit, an aborted transaction)."""
+
+    acquired: int = 0
+    acknowledged: int = 0
+    released: int = 0
+    archived: int = 0
+
+    def counts(self) -> tuple[int, int, int, int]:
+        return self.acquired, self.acknowledged, self.released, self.archived
+
+
 @dataclass(frozen=True, slots=True)
 class AckBatch:
     first_offset: int
@@ -72,6 +88,7 @@ class SharePartition:
         self.state_epoch = state_epoch
         #: the group config `share.renew.acknowledge.enable`
         self.renew_enabled = renew_enabled
+        self.tally = Tally()
 
     # ------------------------------------------------------------------------------- load and save
 
@@ -151,6 +168,7 @@ class SharePartition:
             self.window[off] = InFlight(ACQUIRED, 1, member, deadline)
             self.end += 1
             taken.append((off, 1))
+        self.tally.acquired += len(taken)
         out: list[AcquiredRange] = []
         for off, count in taken:
             if out and out[-1].last_offset == off - 1 and out[-1].delivery_count == count:
@@ -173,6 +191,7 @@ class SharePartition:
                 rec = self.window[off]
                 rec.state, rec.owner, rec.deadline_ms = AVAILABLE, "", 0
                 rec.delivery_count -= 1
+                self.tally.acquired -= 1
         while self.end > self.start and self.window[self.end - 1].delivery_count == 0:
             if self.window[self.end - 1].state != AVAILABLE:
                 break
@@ -196,6 +215,8 @@ class SharePartition:
                 if off in drop:
                     rec = self.window[off]
                     rec.state, rec.owner, rec.deadline_ms = ARCHIVED, "", 0
+                    self.tally.acquired -= 1
+                    self.tally.archived += 1
                     if run:
                         kept.append(AcquiredRange(run[0], run[-1], r.delivery_count))
                         run = []
@@ -282,8 +303,14 @@ class SharePartition:
 
     def _settle(self, rec: InFlight, to: int) -> None:
         """Leave ACQUIRED: to a terminal state, or back to AVAILABLE unless the delivery limit is reached."""
-        if to == AVAILABLE and rec.delivery_count >= self.delivery_count_limit:
-            to = ARCHIVED
+        if to == AVAILABLE:
+            self.tally.released += 1
+            if rec.delivery_count >= self.delivery_count_limit:
+                to = ARCHIVED
+        if to == ARCHIVED:
+            self.tally.archived += 1
+        elif to == ACKNOWLEDGED:
+            self.tally.acknowledged += 1
         rec.state, rec.owner, rec.deadline_ms = to, "", 0
 
     def release_member(self, member: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -96,6 +96,29 @@ class ShareService:
         self.failed_writes = 0
         #: set once the stored share-partition state is loaded: requests wait for it
         self.ready = asyncio.Event()
+        #: the journal (docs/journal.md `share_records`): told one event per call that moved records
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
+
+    def _journal(self, group_id: str, member_id: str | None, reason: str, counts: Sequence[int]) -> None:
+        """One `share_records` event with the record counts of a call (acquired, acknowledged, released,
+        archived); nothing when all are zero. Cheap: four integers per call, no per-record detail."""
+        if self.on_event is None or not any(counts):
+            return
+        acquired, acknowledged, released, archived = counts
+        self.on_event(
+            {
+                "ts": self.now_ms(),
+                "group": group_id,
+                "event": "share_records",
+                "reason": reason,
+                "member_id": member_id,
+                "protocol_type": "share",
+                "acquired": acquired,
+                "acknowledged": acknowledged,
+                "released": released,
+                "archived": archived,
+            }
+        )
 
     def config_for(self, group_id: str) -> ShareGroupConfig:
         return self.group_configs.get(group_id, self.config)
@@ -219,8 +242,10 @@ class ShareService:
         sp = self.partitions.get(key)
         if sp is None:
             return
+        before = sp.tally.counts()
         if sp.expire_locks(self.now_ms()):
             self._persist_later([self._record(key, sp)])
+            self._journal(key[0], None, "lock_expired", _minus(sp.tally.counts(), before))
             self._wake()
         self._arm(key, sp)
 
@@ -240,6 +265,7 @@ class ShareService:
         results: dict[Key, tuple[int, str | None]] = {}
         writes: list[tuple[Key, PartitionKey, SharePartition, object]] = []
         now = self.now_ms()
+        moved: dict[Key, tuple[int, ...]] = {}
         for k, batches in acks.items():
             if not batches:
                 results[k] = (0, None)
@@ -253,7 +279,9 @@ class ShareService:
             if err:
                 results[k] = (err, msg)
                 continue
+            before = sp.tally.counts()
             durable, undo = sp.acknowledge(member_id, batches, now)
+            moved[k] = _minus(sp.tally.counts(), before)
             results[k] = (0, None)
             self._arm(pkey, sp)
             if durable:
@@ -268,7 +296,9 @@ class ShareService:
                         int(ErrorCode.UNKNOWN_SERVER_ERROR),
                         "the acknowledgement could not be stored",
                     )
+                    moved.pop(k, None)
             self._wake()
+        self._journal(group_id, member_id, "acknowledge", _total(moved.values()))
         return results
 
     # ------------------------------------------------------------------------------------- fetch
@@ -333,6 +363,7 @@ class ShareService:
         max_bytes: int,
     ) -> dict[Key, Fetched]:
         out: dict[Key, Fetched] = {}
+        moved: list[tuple[int, ...]] = []
         budget_records = max_records
         budget_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
         for k, topic in parts:
@@ -346,6 +377,7 @@ class ShareService:
                 continue
             committed = self.config_for(group_id).isolation_level == READ_COMMITTED
             log_end = plog.last_stable_offset if committed else plog.high_watermark
+            before = sp.tally.counts()
             acquired = sp.acquire(member_id, budget_records, log_end, self.now_ms())
             if not acquired:
                 out[k] = Fetched(b"", ())
@@ -363,6 +395,7 @@ class ShareService:
                     acquired = sp.archive_acquired(acquired, skipped)
                     self._persist_later([self._record((group_id, k[0], k[1]), sp)])
             self._arm((group_id, k[0], k[1]), sp)
+            moved.append(_minus(sp.tally.counts(), before))
             if not acquired:
                 out[k] = Fetched(b"", (), int(r.error))
                 continue
@@ -370,6 +403,7 @@ class ShareService:
             budget_records -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
             budget_bytes -= len(records)
             out[k] = Fetched(records, tuple(acquired))
+        self._journal(group_id, member_id, "fetch", _total(moved))
         return out
 
     async def delete_group(self, group_id: str) -> bool:
@@ -451,17 +485,35 @@ class ShareService:
         """A share session closed (epoch -1, or its connection dropped): the member's acquired records in
         its partitions become available again (archived at the delivery limit)."""
         records = []
+        moved = []
         for tid, p in keys:
             pkey = (group_id, tid, p)
             sp = self.partitions.get(pkey)
-            if sp is not None and sp.release_member(member_id):
+            if sp is None:
+                continue
+            before = sp.tally.counts()
+            if sp.release_member(member_id):
                 records.append(self._record(pkey, sp))
                 self._arm(pkey, sp)
+                moved.append(_minus(sp.tally.counts(), before))
         if records:
             self._persist_later(records)
+            self._journal(group_id, member_id, "session_closed", _total(moved))
             self._wake()
 
     def connection_closed(self, connection: Hashable) -> None:
         for s in self.sessions.of_connection(connection):
             self.sessions.close(s)
             self.release(s.group_id, s.member_id, list(s.partitions))
+
+
+def _minus(after: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
+    return tuple(a - b for a, b in zip(after, before, strict=True))
+
+
+def _total(parts: Iterable[Sequence[int]]) -> tuple[int, ...]:
+    out = [0, 0, 0, 0]
+    for p in parts:
+        for i, v in enumerate(p):
+            out[i] += v
+    return tuple(out)

@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.modern.share import journal
 from groupcoord.server.coordinator.modern.share.assignor import assign
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.modern.share.group import (
@@ -118,6 +119,7 @@ class ShareGroupManager:
         g = self.groups.get(req.group_id)
         if req.member_epoch == -1:
             return self._leave(g, req, fx, now_ms)
+        created = g is None
         if g is None:
             if req.member_epoch != 0:
                 return self._error(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."), False
@@ -143,15 +145,19 @@ class ShareGroupManager:
                 f"{member.member_epoch}.",
             ), False
         changed = False
+        state_before = g.state
+        joined = member is None
         if member is None:
             member = g.members[req.member_id] = ShareGroupMember(req.member_id)
             changed = True
         bump = False
+        cause = "new_member" if joined else None
         if req.subscribed_topic_names is not None:
             names = tuple(sorted(set(req.subscribed_topic_names)))
             if names != member.subscribed_topic_names:
                 member.subscribed_topic_names = names
                 bump = True
+                cause = cause or "subscription_change"
         if req.rack_id is not None and req.rack_id != member.rack_id:
             member.rack_id = req.rack_id
             changed = True
@@ -165,12 +171,19 @@ class ShareGroupManager:
         if new_hash != g.metadata_hash:
             g.metadata_hash = new_hash
             bump = True
+            cause = cause or "metadata_change"
         if bump:
             g.group_epoch += 1
             changed = True
+        if created:
+            journal.event(fx, g, now_ms, "group_created")
+        if joined:
+            journal.member(fx, g, now_ms, "member_joined", member, "new_member")
         if g.group_epoch > g.assignment_epoch:
             self._compute_target(g)
+            journal.target(fx, g, now_ms, cause)
             changed = True
+        journal.state(fx, g, now_ms, state_before, cause)
         full = req.member_epoch == 0 or req.subscribed_topic_names is not None
         moved, assignment_changed = self._reconcile(g, member)
         changed = changed or moved
@@ -216,15 +229,20 @@ class ShareGroupManager:
             return self._error(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."), False
         if req.member_id not in g.members:
             return self._error(E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member."), False
-        self._remove_member(g, req.member_id, fx)
+        self._remove_member(g, req.member_id, fx, now_ms, "left")
         return ShareHeartbeatResult(NONE, None, req.member_id, -1, 0, None), True
 
-    def _remove_member(self, g: ShareGroup, member_id: str, fx: Effects) -> None:
-        del g.members[member_id]
+    def _remove_member(self, g: ShareGroup, member_id: str, fx: Effects, now_ms: int, reason: str) -> None:
+        """`reason` (journal): `left` or `session_timeout`."""
+        state_before = g.state
+        gone = g.members.pop(member_id)
         g.target.pop(member_id, None)
         fx.timer(CancelTimer(session_key(g.group_id, member_id)))
         g.group_epoch += 1
+        journal.member(fx, g, now_ms, "member_removed", gone, reason)
         self._compute_target(g)
+        journal.target(fx, g, now_ms, reason)
+        journal.state(fx, g, now_ms, state_before, reason)
 
     # ---------------------------------------------------------------------------------------- timers
 
@@ -235,7 +253,7 @@ class ShareGroupManager:
         _, group_id, member_id = key
         g = self.groups.get(group_id)
         if g is not None and member_id in g.members:
-            self._remove_member(g, member_id, fx)
+            self._remove_member(g, member_id, fx, now_ms, "session_timeout")
             fx.record(ShareGroupRecord(group_id, g.value()))
         return fx
 
