@@ -174,7 +174,10 @@ class Broker:
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
-        handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
+        # share groups are not served in cluster mode (their state is not under the partition leases yet,
+        # docs/differences.md 77): the APIs are not offered there, as with --group-share-enable false
+        share_served = config.group_share_enable and not config.cluster
+        handlers = {k: h for k, h in HANDLERS.items() if share_served or k not in SHARE_APIS}
         self.dispatcher = Dispatcher(self, authz.guarded(handlers) if self.security.enabled else handlers)
         if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
             self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
@@ -381,6 +384,8 @@ class Broker:
         assert self.machine is not None and self.runtime is not None
         assert self.share is not None
         self.share.ready.set()  # share-partition state is not kept in PostgreSQL yet (docs/share-groups.md)
+        if self.config.group_share_enable:
+            log.info("share groups are not served in cluster mode: APIs 76-79 and 90-92 are not offered")
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
         node = NodeInfo(cfg.node_id, self.listeners[0].advertised_host, self.listeners[0].advertised_port)
