@@ -6,6 +6,7 @@ group's heartbeat interval."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -27,6 +28,11 @@ from groupcoord.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResource,
 )
+from groupcoord.protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from groupcoord.protocol.messages.share_acknowledge import (
     AcknowledgePartition,
     AcknowledgeTopic,
@@ -35,7 +41,7 @@ from groupcoord.protocol.messages.share_acknowledge import (
 from groupcoord.protocol.messages.share_fetch import AcknowledgementBatch
 from groupcoord.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 
-from .helpers import RawClient
+from .helpers import RawClient, wait_for_sync
 from .test_share_fetch_wire import RELEASE, Member, ack_errors, acquired, b, produce, topic_id
 
 pytestmark = [pytest.mark.integration, pytest.mark.owns_server]
@@ -268,3 +274,45 @@ def test_consumer_group_heartbeat_interval_per_group(server_factory) -> None:  #
     assert r.heartbeat_interval_ms == 7000
     r = c.request(68, 0, cg_join("other"))
     assert r.heartbeat_interval_ms == 5000
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def newest_timestamp(srv: Any) -> int:
+    """The newest record timestamp of t-0 (ListOffsets MAX_TIMESTAMP), as the server stored it."""
+    c = RawClient(srv.host, srv.port)
+    try:
+        req = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=(
+                ListOffsetsTopic(
+                    name="t", partitions=(ListOffsetsPartition(partition_index=0, timestamp=-3),)
+                ),
+            ),
+        )
+        (topic,) = c.request(2, 7, req).topics
+        return int(topic.partitions[0].timestamp)
+    finally:
+        c.close()
+
+
+def test_share_auto_offset_reset_by_duration(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """`by_duration:<d>`: the first offset with a timestamp at or after now - d; with none there (all records
+    older), the latest offset, as in Kafka."""
+    srv = server_factory("--topic", "t:1")
+    c = RawClient(srv.host, srv.port)
+    assert alter(c, "hour", ("share.auto.offset.reset", SET, "by_duration:PT1H")).error_code == 0
+    assert alter(c, "none", ("share.auto.offset.reset", SET, "by_duration:P0D")).error_code == 0
+    produce(srv.bootstrap, 4)
+    tid = topic_id(c)
+    # every record is younger than an hour: the share partition starts at the first one
+    assert acquired(Member(srv, "u1", tid, group="hour").fetch(max_wait_ms=5000)) == [(0, 3, 1)]
+    # no record is younger than "now" (a zero duration) once time has moved on: latest, nothing delivered
+    wait_for_sync(lambda: wall_ms() > newest_timestamp(srv) + 5, 30, "the clock to pass the records")
+    none = Member(srv, "u1", tid, group="none")
+    assert acquired(none.fetch(max_wait_ms=300)) == []
+    produce(srv.bootstrap, 1)
+    assert acquired(none.fetch(max_wait_ms=5000)) == [(4, 4, 1)]
