@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -43,6 +43,7 @@ from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.console import Console
 from groupcoord.server.console.auth import ConsoleAuth
+from groupcoord.server.coordinator.context import EVENT_KEYS
 from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
@@ -271,7 +272,7 @@ class Broker:
         self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
         self.dispatcher.on_connection_closed.append(self.share.connection_closed)
         self.configs.on_group_changed = self._group_configs_changed
-        self.share.on_event = self.journal.append  # share_records events (docs/journal.md)
+        self.share.on_event = self._share_event  # share_records events (docs/journal.md)
         for group_id, group_configs in self.configs.state.groups.items():  # durable group configs (issue 26)
             self._group_configs_changed(group_id, group_configs)
         if cfg.metrics_port:
@@ -337,6 +338,11 @@ class Broker:
         if Topics.is_internal(topic):
             return
         self.logs.set_log_config(topic, config)
+
+    def _share_event(self, event: dict[str, Any]) -> None:
+        """A share partition's `share_records` event, with every journal field as the coordinator's have."""
+        assert self.journal is not None
+        self.journal.append({**dict.fromkeys(EVENT_KEYS), **event})
 
     def _group_configs_changed(self, group_id: str, group_configs: Mapping[str, str]) -> None:
         """A group's configs (GROUP config resource) changed or were loaded: the group coordinator (session
