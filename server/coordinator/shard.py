@@ -413,7 +413,7 @@ class GroupCoordinatorShard:
                 continue
             g = self.group_manager.group(gid)
             if g is None and self.share_manager.has(gid):
-                results.append((gid, self.share_manager.delete(gid, fx)))
+                results.append((gid, self.share_manager.delete(gid, fx, now_ms)))
             elif g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
             elif g.state != EMPTY:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 
 from .helpers import RawClient, journal_events, wait_for_sync
@@ -52,3 +53,9 @@ def test_share_group_journal_events(server_factory) -> None:  # type: ignore[no-
     removed = next(e for e in ev if e["event"] == "member_removed")
     assert removed["reason"] == "left" and removed["members"] == 0
     assert (ev[-1]["event"], ev[-1]["state_to"]) == ("state_change", "Empty")
+    # DeleteGroups of the Empty share group: Dead, then group_deleted
+    (result,) = c.request(42, 2, DeleteGroupsRequest(groups_names=("g",))).results
+    assert result.error_code == 0
+    wait_for_sync(lambda: any(e["event"] == "group_deleted" for e in events()), 30, "the delete journaled")
+    tail = [(e["event"], e["state_to"], e["reason"]) for e in events()[-2:]]
+    assert tail == [("state_change", "Dead", "deleted"), ("group_deleted", None, "deleted")]

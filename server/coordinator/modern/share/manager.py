@@ -311,8 +311,9 @@ class ShareGroupManager:
 
     # ------------------------------------------------------------------------------ delete, load
 
-    def delete(self, group_id: str, fx: Effects) -> int:
-        """DeleteGroups on a share group: NON_EMPTY_GROUP while it has members, else a tombstone."""
+    def delete(self, group_id: str, fx: Effects, now_ms: int = 0) -> int:
+        """DeleteGroups on a share group: NON_EMPTY_GROUP while it has members, else a tombstone (journal:
+        `state_change` to Dead and `group_deleted`, reason `deleted`)."""
         g = self.groups.get(group_id)
         if g is None:
             return int(E.GROUP_ID_NOT_FOUND)
@@ -320,6 +321,8 @@ class ShareGroupManager:
             return int(E.NON_EMPTY_GROUP)
         del self.groups[group_id]
         fx.record(ShareGroupRecord(group_id, None))
+        journal.event(fx, g, now_ms, "state_change", state_from=g.state, state_to="Dead", reason="deleted")
+        journal.event(fx, g, now_ms, "group_deleted", reason="deleted")
         return NONE
 
     def replay(self, rec: ShareGroupRecord) -> None:
