@@ -113,7 +113,8 @@ def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> St
         frames.append(T.prepare(T.filter_events(segment_events, None, None)))
     if not frames:
         raise FileNotFoundError(f"no journal events in {data_dir}")
-    events = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    # events staged by an older version of the job may lack later columns (the share_records counts)
+    events = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1], allowMissingColumns=True)
     return Staged(todo, events)
 
 

@@ -271,6 +271,7 @@ def _summary(
             "partitions_moved": r["partitions_moved"],
             "partitions_moved_incl_first": r["partitions_moved_incl_first"],
             "causes": dict(sorted((r["causes"] or {}).items())),
+            **{f"share_records_{c}": r[f"share_records_{c}"] for c in T.SHARE_COUNTS},
         }
         for k in sums:
             sums[k] += r[k] or 0

@@ -53,6 +53,11 @@ JOURNAL_SCHEMA = StructType(
         # consumer-group (KIP-848) events: the member's epoch; member_reconciled: target computed -> reconciled
         StructField("member_epoch", LongType()),
         StructField("duration_ms", LongType()),
+        # share_records events (share groups): record counts of one ShareFetch / ShareAcknowledge / expiry
+        StructField("acquired", LongType()),
+        StructField("acknowledged", LongType()),
+        StructField("released", LongType()),
+        StructField("archived", LongType()),
     ]
 )
 

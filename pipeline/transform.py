@@ -189,6 +189,10 @@ def _compact_assignment(assignment: Column) -> Column:
     )
 
 
+#: the record counts of `share_records` events (share groups), summed per group by `group_event_stats`
+SHARE_COUNTS = ("acquired", "acknowledged", "released", "archived")
+
+
 def prepare(events: DataFrame) -> DataFrame:
     """The columns the job uses, with assignments already compacted; the job caches this (parse once)."""
     stable_asg = _is_state_change(STABLE) & F.col("assignment").isNotNull()
@@ -212,6 +216,7 @@ def prepare(events: DataFrame) -> DataFrame:
         # (the static-member links) then skips hashing the assignments
         F.coalesce(stable_asg, F.lit(False)).alias("sa"),
         "offsets",
+        *SHARE_COUNTS,
     )
 
 
@@ -504,7 +509,16 @@ def group_event_stats(prepared: DataFrame) -> DataFrame:
         count_if(rejoin, "static_rejoins"),
         count_if(rejoin & F.coalesce(F.col("skip_assignment"), F.lit(False)), "skip_assignments"),
         count_if(ev == "group_deleted", "deletions"),
+        *(_share_sum(prepared, c) for c in SHARE_COUNTS),
     )
+
+
+def _share_sum(prepared: DataFrame, name: str) -> Column:
+    """`share_records_<name>`: the group's `share_records` counts summed (0 without share events; events
+    staged by an older version of the job have no such column)."""
+    value = F.col(name) if name in prepared.columns else F.lit(None).cast("long")
+    total = F.sum(F.when(F.col("event") == "share_records", value))
+    return F.coalesce(total, F.lit(0).cast("long")).alias(f"share_records_{name}")
 
 
 def group_rebalance_stats(rebal: DataFrame) -> DataFrame:
@@ -544,6 +558,7 @@ COUNT_COLUMNS = (
     "partitions_moved",
     "partitions_moved_incl_first",
     "deletions",
+    *(f"share_records_{c}" for c in SHARE_COUNTS),
 )
 
 GROUP_SUMMARY_COLUMNS = [
@@ -583,6 +598,7 @@ def group_summary(prepared: DataFrame, rebal: DataFrame) -> DataFrame:
         F.coalesce("partitions_moved", zero).alias("partitions_moved"),
         F.coalesce("partitions_moved_incl_first", zero).alias("partitions_moved_incl_first"),
         "deletions",
+        *(f"share_records_{c}" for c in SHARE_COUNTS),
         F.coalesce("causes", F.create_map().cast("map<string,bigint>")).alias("causes"),
         F.timestamp_millis("first_event_ms").alias("first_event"),
         F.timestamp_millis("last_event_ms").alias("last_event"),

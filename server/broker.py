@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -42,6 +43,7 @@ from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.console import Console
 from groupcoord.server.console.auth import ConsoleAuth
+from groupcoord.server.coordinator.context import EVENT_KEYS
 from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import Effects
@@ -173,7 +175,10 @@ class Broker:
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
-        handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
+        # share groups are not served in cluster mode (their state is not under the partition leases yet,
+        # docs/differences.md 77): the APIs are not offered there, as with --group-share-enable false
+        share_served = config.group_share_enable and not config.cluster
+        handlers = {k: h for k, h in HANDLERS.items() if share_served or k not in SHARE_APIS}
         self.dispatcher = Dispatcher(self, authz.guarded(handlers) if self.security.enabled else handlers)
         if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
             self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
@@ -269,6 +274,10 @@ class Broker:
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
         self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
         self.dispatcher.on_connection_closed.append(self.share.connection_closed)
+        self.configs.on_group_changed = self._group_configs_changed
+        self.share.on_event = self._share_event  # share_records events (docs/journal.md)
+        for group_id, group_configs in self.configs.state.groups.items():  # durable group configs (issue 26)
+            self._group_configs_changed(group_id, group_configs)
         if cfg.metrics_port:
             if cfg.console:
                 self.console = self._make_console()
@@ -333,6 +342,18 @@ class Broker:
             return
         self.logs.set_log_config(topic, config)
 
+    def _share_event(self, event: dict[str, Any]) -> None:
+        """A share partition's `share_records` event, with every journal field as the coordinator's have."""
+        assert self.journal is not None
+        self.journal.append({**dict.fromkeys(EVENT_KEYS), **event})
+
+    def _group_configs_changed(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's configs (GROUP config resource) changed or were loaded: the group coordinator (session
+        timeouts, heartbeat intervals) and the share partitions (locks, limits, isolation) take them."""
+        assert self.machine is not None and self.share is not None
+        self.machine.set_group_config(group_id, group_configs)
+        self.share.set_group_config(group_id, group_configs)
+
     def _topic_created(self, info: TopicInfo) -> None:
         """Auto-created and --topic topics follow the broker's (possibly altered) defaults."""
         assert self.configs is not None
@@ -372,6 +393,8 @@ class Broker:
         assert self.machine is not None and self.runtime is not None
         assert self.share is not None
         self.share.ready.set()  # share-partition state is not kept in PostgreSQL yet (docs/share-groups.md)
+        if self.config.group_share_enable:
+            log.info("share groups are not served in cluster mode: APIs 76-79 and 90-92 are not offered")
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
         node = NodeInfo(cfg.node_id, self.listeners[0].advertised_host, self.listeners[0].advertised_port)

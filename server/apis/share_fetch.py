@@ -90,8 +90,8 @@ def _fetch_error(code: ErrorCode, message: str, lock_ms: int) -> sf.ShareFetchRe
 
 async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.ShareFetchResponse:
     service = ctx.services.share
-    lock_ms = service.config.record_lock_duration_ms
     group_id, member_id, epoch = req.group_id or "", req.member_id, req.share_session_epoch
+    lock_ms = service.config_for(group_id).record_lock_duration_ms  # share.record.lock.duration.ms
     if not _valid_member(member_id) or not group_id:
         return _fetch_error(E.INVALID_REQUEST, "Invalid member id or group id", lock_ms)
     assert member_id is not None
@@ -203,8 +203,8 @@ async def _share_acknowledge(
     ctx: RequestContext, req: sa.ShareAcknowledgeRequest
 ) -> sa.ShareAcknowledgeResponse:
     service = ctx.services.share
-    lock_ms = service.config.record_lock_duration_ms
     group_id, member_id, epoch = req.group_id or "", req.member_id, req.share_session_epoch
+    lock_ms = service.config_for(group_id).record_lock_duration_ms  # share.record.lock.duration.ms
 
     def error(code: ErrorCode, message: str) -> sa.ShareAcknowledgeResponse:
         return sa.ShareAcknowledgeResponse(

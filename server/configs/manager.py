@@ -154,6 +154,9 @@ class ConfigManager:
         self.static = dict(static)
         self._apply = apply
         self._write_lock = asyncio.Lock()
+        #: told (group id, its group configs) after a change of a group's configs is durable (the broker
+        #: hands them to the group coordinator and the share partitions)
+        self.on_group_changed: Callable[[str, Mapping[str, str]], None] | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -221,6 +224,20 @@ class ConfigManager:
         await self._persist(before)
         for name, topic_id in topics.items():
             self._apply(name, self.log_config(name, topic_id))
+
+    def group_overrides(self, group_id: str) -> dict[str, str]:
+        return dict(self.state.groups.get(group_id, {}))
+
+    async def set_group(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        """Replace a group's configs (already validated): write, then tell the groups."""
+        before = dataclasses.replace(self.state, groups=dict(self.state.groups))
+        if overrides:
+            self.state.groups[group_id] = dict(overrides)
+        else:
+            self.state.groups.pop(group_id, None)
+        await self._persist(before)
+        if self.on_group_changed is not None:
+            self.on_group_changed(group_id, dict(overrides))
 
     def forget_topic(self, name: str) -> None:
         """A deleted topic's overrides go with it at the next write (ids keep them from being reused)."""

@@ -24,6 +24,8 @@ class StoredConfigs:
     node: dict[str, str] = field(default_factory=dict)
     #: topic name -> (topic id as text, overrides)
     topics: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    #: group id -> its group configs (IncrementalAlterConfigs on GROUP resources; server/configs/group_defs.py)
+    groups: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def load(path: Path | None) -> StoredConfigs:
@@ -38,15 +40,18 @@ def load(path: Path | None) -> StoredConfigs:
             str(name): (str(t["id"]), {str(k): str(v) for k, v in t.get("configs", {}).items()})
             for name, t in raw.get("topics", {}).items()
         },
+        groups={str(g): {str(k): str(v) for k, v in cfg.items()} for g, cfg in raw.get("groups", {}).items()},
     )
 
 
 def save(path: Path, state: StoredConfigs) -> None:
-    doc = {
+    doc: dict[str, object] = {
         "version": FORMAT_VERSION,
         "broker": {"default": state.cluster_default, "node": state.node},
         "topics": {name: {"id": tid, "configs": cfg} for name, (tid, cfg) in state.topics.items()},
     }
+    if state.groups:  # absent when empty: older versions read the file unchanged
+        doc["groups"] = state.groups
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)

@@ -40,6 +40,11 @@ EVENT_KEYS = (
     "offsets",
     "member_epoch",
     "duration_ms",
+    # share_records (share groups): records acquired, acknowledged (ACCEPT), released, archived by one call
+    "acquired",
+    "acknowledged",
+    "released",
+    "archived",
 )
 
 

@@ -349,6 +349,11 @@ class GroupCoordinatorShard:
             return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
 
+    def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's configs (Kafka's `GroupConfig`: `consumer.*`, `share.*`) changed or were loaded."""
+        self.consumer_manager.set_group_config(group_id, group_configs)
+        self.share_manager.set_group_config(group_id, group_configs)
+
     # ================================================================ share groups (KIP-932)
 
     def share_group_heartbeat(self, req: ShareHeartbeatRequest, token: Hashable, now_ms: int) -> Effects:
@@ -501,7 +506,7 @@ class GroupCoordinatorShard:
                 continue
             g = self.group_manager.group(gid)
             if g is None and self.share_manager.has(gid):
-                results.append((gid, self.share_manager.delete(gid, fx)))
+                results.append((gid, self.share_manager.delete(gid, fx, now_ms)))
             elif g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
             elif g.state != EMPTY:

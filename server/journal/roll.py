@@ -75,7 +75,19 @@ def arrow_schema() -> pa.Schema:
         ),
         "skip_assignment": pa.bool_(),
     }
-    for name in ("v", "ts", "seq", "generation", "members", "member_epoch", "duration_ms"):
+    for name in (
+        "v",
+        "ts",
+        "seq",
+        "generation",
+        "members",
+        "member_epoch",
+        "duration_ms",
+        "acquired",
+        "acknowledged",
+        "released",
+        "archived",
+    ):
         types[name] = pa.int64()
     fields = [pa.field(name, types.get(name, pa.string())) for name in FIELDS]
     return pa.schema(fields, metadata={VERSION_KEY: str(JOURNAL_VERSION)})

@@ -45,6 +45,22 @@ class AcquiredRange:
     delivery_count: int
 
 
+@dataclass(slots=True)
+class Tally:
+    """Running counts of record transitions (never stored): the share service journals their differences
+    per call (`share_records` events). `released` counts every return from ACQUIRED without an
+    acknowledgement or a rejection (RELEASE, lock expiry, session close), `archived` every move to ARCHIVED
+    (REJECT, GAP, the delivery-count limit, an aborted transaction)."""
+
+    acquired: int = 0
+    acknowledged: int = 0
+    released: int = 0
+    archived: int = 0
+
+    def counts(self) -> tuple[int, int, int, int]:
+        return self.acquired, self.acknowledged, self.released, self.archived
+
+
 @dataclass(frozen=True, slots=True)
 class AckBatch:
     first_offset: int
@@ -61,6 +77,7 @@ class SharePartition:
         delivery_count_limit: int = 5,
         max_in_flight: int = 2000,
         state_epoch: int = 0,
+        renew_enabled: bool = True,
     ) -> None:
         self.start = start_offset  # SPSO
         self.end = start_offset  # one past the last acquired offset (SPEO + 1)
@@ -69,11 +86,14 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.state_epoch = state_epoch
+        #: the group config `share.renew.acknowledge.enable`
+        self.renew_enabled = renew_enabled
+        self.tally = Tally()
 
     # ------------------------------------------------------------------------------- load and save
 
     @classmethod
-    def restore(cls, value: SharePartitionValue, **limits: int) -> SharePartition:
+    def restore(cls, value: SharePartitionValue, **limits: int | bool) -> SharePartition:
         sp = cls(value.start_offset, state_epoch=value.state_epoch, **limits)
         for b in value.batches:
             for off in range(max(b.first_offset, sp.start), b.last_offset + 1):
@@ -148,6 +168,7 @@ class SharePartition:
             self.window[off] = InFlight(ACQUIRED, 1, member, deadline)
             self.end += 1
             taken.append((off, 1))
+        self.tally.acquired += len(taken)
         out: list[AcquiredRange] = []
         for off, count in taken:
             if out and out[-1].last_offset == off - 1 and out[-1].delivery_count == count:
@@ -170,11 +191,40 @@ class SharePartition:
                 rec = self.window[off]
                 rec.state, rec.owner, rec.deadline_ms = AVAILABLE, "", 0
                 rec.delivery_count -= 1
+                self.tally.acquired -= 1
         while self.end > self.start and self.window[self.end - 1].delivery_count == 0:
             if self.window[self.end - 1].state != AVAILABLE:
                 break
             del self.window[self.end - 1]
             self.end -= 1
+        return kept
+
+    def archive_acquired(
+        self, acquired: Sequence[AcquiredRange], batches: Sequence[tuple[int, int]]
+    ) -> list[AcquiredRange]:
+        """read_committed: the offsets of this fetch's `acquired` ranges inside `batches` (aborted
+        transactions) become ARCHIVED instead of delivered (Kafka's filterAbortedTransactionalAcquiredRecords).
+        Returns the ranges still delivered."""
+        if not batches:
+            return list(acquired)
+        drop = {off for first, last in batches for off in range(first, last + 1)}
+        kept: list[AcquiredRange] = []
+        for r in acquired:
+            run: list[int] = []
+            for off in range(r.first_offset, r.last_offset + 1):
+                if off in drop:
+                    rec = self.window[off]
+                    rec.state, rec.owner, rec.deadline_ms = ARCHIVED, "", 0
+                    self.tally.acquired -= 1
+                    self.tally.archived += 1
+                    if run:
+                        kept.append(AcquiredRange(run[0], run[-1], r.delivery_count))
+                        run = []
+                else:
+                    run.append(off)
+            if run:
+                kept.append(AcquiredRange(run[0], run[-1], r.delivery_count))
+        self._advance()
         return kept
 
     def skip_to(self, offset: int) -> bool:
@@ -208,6 +258,11 @@ class SharePartition:
                 rec = self.window[off]
                 if rec.state != ACQUIRED or rec.owner != member:
                     return int(ErrorCode.INVALID_RECORD_STATE), f"offset {off} is not acquired by this member"
+            if RENEW in b.types and not self.renew_enabled:
+                return (
+                    int(ErrorCode.INVALID_RECORD_STATE),
+                    "Renewing acquisition locks is not enabled for the group.",
+                )
         return 0, None
 
     def acknowledge(
@@ -248,8 +303,14 @@ class SharePartition:
 
     def _settle(self, rec: InFlight, to: int) -> None:
         """Leave ACQUIRED: to a terminal state, or back to AVAILABLE unless the delivery limit is reached."""
-        if to == AVAILABLE and rec.delivery_count >= self.delivery_count_limit:
-            to = ARCHIVED
+        if to == AVAILABLE:
+            self.tally.released += 1
+            if rec.delivery_count >= self.delivery_count_limit:
+                to = ARCHIVED
+        if to == ARCHIVED:
+            self.tally.archived += 1
+        elif to == ACKNOWLEDGED:
+            self.tally.acknowledged += 1
         rec.state, rec.owner, rec.deadline_ms = to, "", 0
 
     def release_member(self, member: str) -> bool:

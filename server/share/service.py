@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import structlog
 
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
+from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig, parse_by_duration
 from groupcoord.server.coordinator.records import SharePartitionRecord
 from groupcoord.server.log.manager import LogManager
+from groupcoord.server.share.isolation import READ_COMMITTED, aborted_batches
 from groupcoord.server.share.partition import TERMINAL, AckBatch, AcquiredRange, SharePartition
 from groupcoord.server.share.sessions import Key, ShareSessions
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
@@ -86,6 +87,8 @@ class ShareService:
         self.loop = loop
         self.now_ms = clock.now_ms
         self.partitions: dict[PartitionKey, SharePartition] = {}
+        #: groups with `share.*` group configs (server/configs/group_defs.py): their effective config
+        self.group_configs: dict[str, ShareGroupConfig] = {}
         self.sessions = ShareSessions(config.max_share_sessions)
         self.timers = TimerService(loop, self._lock_timer, clock)
         self._changed: asyncio.Future[None] | None = None
@@ -93,14 +96,60 @@ class ShareService:
         self.failed_writes = 0
         #: set once the stored share-partition state is loaded: requests wait for it
         self.ready = asyncio.Event()
+        #: the journal (docs/journal.md `share_records`): told one event per call that moved records
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
 
-    def _limits(self) -> dict[str, int]:
-        c = self.config
+    def _journal(self, group_id: str, member_id: str | None, reason: str, counts: Sequence[int]) -> None:
+        """One `share_records` event with the record counts of a call (acquired, acknowledged, released,
+        archived); nothing when all are zero. Cheap: four integers per call, no per-record detail."""
+        if self.on_event is None or not any(counts):
+            return
+        acquired, acknowledged, released, archived = counts
+        self.on_event(
+            {
+                "ts": self.now_ms(),
+                "group": group_id,
+                "event": "share_records",
+                "reason": reason,
+                "member_id": member_id,
+                "protocol_type": "share",
+                "acquired": acquired,
+                "acknowledged": acknowledged,
+                "released": released,
+                "archived": archived,
+            }
+        )
+
+    def config_for(self, group_id: str) -> ShareGroupConfig:
+        return self.group_configs.get(group_id, self.config)
+
+    def _limits(self, group_id: str) -> dict[str, int | bool]:
+        c = self.config_for(group_id)
         return {
             "lock_duration_ms": c.record_lock_duration_ms,
             "delivery_count_limit": c.delivery_count_limit,
             "max_in_flight": c.partition_max_record_locks,
+            "renew_enabled": c.renew_acknowledge_enable,
         }
+
+    def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's `share.*` group configs changed (or were loaded): its share partitions take the new lock
+        duration, delivery-count limit, in-flight limit and RENEW switch at once (locks already running
+        keep their deadline), as Kafka's SharePartition reads them at each use; `share.auto.offset.reset`
+        applies to partitions initialized from now on, `share.isolation.level` to the next fetch."""
+        cfg = self.config.for_group(group_configs)
+        if cfg == self.config:
+            self.group_configs.pop(group_id, None)
+        else:
+            self.group_configs[group_id] = cfg
+        limits = self._limits(group_id)
+        for key, sp in self.partitions.items():
+            if key[0] == group_id:
+                sp.lock_duration_ms = int(limits["lock_duration_ms"])
+                sp.delivery_count_limit = int(limits["delivery_count_limit"])
+                sp.max_in_flight = int(limits["max_in_flight"])
+                sp.renew_enabled = bool(limits["renew_enabled"])
+        self._wake()  # a larger in-flight limit may let a waiting fetch acquire
 
     # ------------------------------------------------------------------------------------ load, persist
 
@@ -108,7 +157,7 @@ class ShareService:
         for r in records:
             if r.value is not None:
                 self.partitions[(r.group_id, r.topic_id, r.partition)] = SharePartition.restore(
-                    r.value, **self._limits()
+                    r.value, **self._limits(r.group_id)
                 )
 
     def _record(self, key: PartitionKey, sp: SharePartition) -> SharePartitionRecord:
@@ -154,15 +203,32 @@ class ShareService:
         if plog is None:
             return None
         if sp is None:
-            start = (
-                plog.high_watermark if self.config.auto_offset_reset == "latest" else plog.log_start_offset
-            )
-            sp = self.partitions[key] = SharePartition(start, **self._limits())
+            start = await self._reset_offset(group_id, topic, index)
+            if key in self.partitions:  # another fetch initialized it meanwhile
+                return self.partitions[key]
+            sp = self.partitions[key] = SharePartition(start, **self._limits(group_id))
             await self._persist([self._record(key, sp)])
         elif plog.log_start_offset > sp.start:  # retention or DeleteRecords moved the log start
             sp.skip_to(plog.log_start_offset)
             self._persist_later([self._record(key, sp)])
         return sp
+
+    async def _reset_offset(self, group_id: str, topic: str, index: int) -> int:
+        """`share.auto.offset.reset`: latest (the high watermark), earliest (the log start) or
+        by_duration:<d> (the first offset with a timestamp at or after now - d; the high watermark when there
+        is none, as in Kafka)."""
+        strategy = self.config_for(group_id).auto_offset_reset
+        plog = self.logs.partition(topic, index)
+        assert plog is not None
+        if strategy == "earliest":
+            return int(plog.log_start_offset)
+        if strategy.lower().startswith("by_duration:"):
+            duration = parse_by_duration(strategy.split(":", 1)[1])
+            if duration is not None:
+                found = await self.logs.list_offsets(topic, index, max(self.now_ms() - duration, 0))
+                if found.error == 0 and found.offset >= 0:
+                    return int(found.offset)
+        return int(plog.high_watermark)
 
     def _arm(self, key: PartitionKey, sp: SharePartition) -> None:
         deadline = sp.next_deadline()
@@ -176,8 +242,10 @@ class ShareService:
         sp = self.partitions.get(key)
         if sp is None:
             return
+        before = sp.tally.counts()
         if sp.expire_locks(self.now_ms()):
             self._persist_later([self._record(key, sp)])
+            self._journal(key[0], None, "lock_expired", _minus(sp.tally.counts(), before))
             self._wake()
         self._arm(key, sp)
 
@@ -197,6 +265,7 @@ class ShareService:
         results: dict[Key, tuple[int, str | None]] = {}
         writes: list[tuple[Key, PartitionKey, SharePartition, object]] = []
         now = self.now_ms()
+        moved: dict[Key, tuple[int, ...]] = {}
         for k, batches in acks.items():
             if not batches:
                 results[k] = (0, None)
@@ -210,7 +279,9 @@ class ShareService:
             if err:
                 results[k] = (err, msg)
                 continue
+            before = sp.tally.counts()
             durable, undo = sp.acknowledge(member_id, batches, now)
+            moved[k] = _minus(sp.tally.counts(), before)
             results[k] = (0, None)
             self._arm(pkey, sp)
             if durable:
@@ -225,7 +296,9 @@ class ShareService:
                         int(ErrorCode.UNKNOWN_SERVER_ERROR),
                         "the acknowledgement could not be stored",
                     )
+                    moved.pop(k, None)
             self._wake()
+        self._journal(group_id, member_id, "acknowledge", _total(moved.values()))
         return results
 
     # ------------------------------------------------------------------------------------- fetch
@@ -260,10 +333,16 @@ class ShareService:
         changed = self._changed
         # an append matters only where the in-flight window has room; a full window waits for a change
         offsets: dict[tuple[str, int], int] = {}
+        committed = self.config_for(group_id).isolation_level == READ_COMMITTED
         for (tid, p), topic in parts:
             sp = self.partitions.get((group_id, tid, p))
             if sp is not None and sp.in_flight() < sp.max_in_flight:
                 offsets[(topic, p)] = sp.end
+                plog = self.logs.partition(topic, p)
+                if committed and plog is not None and plog.last_stable_offset <= sp.end:
+                    # records of an open transaction are there already: wait for the next append (its
+                    # marker, which moves the last stable offset), not for data past `end`
+                    offsets[(topic, p)] = max(sp.end, plog.log_end_offset)
         waits: set[asyncio.Future[Any]] = {changed}
         data = None
         if offsets:
@@ -284,6 +363,7 @@ class ShareService:
         max_bytes: int,
     ) -> dict[Key, Fetched]:
         out: dict[Key, Fetched] = {}
+        moved: list[tuple[int, ...]] = []
         budget_records = max_records
         budget_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
         for k, topic in parts:
@@ -295,16 +375,27 @@ class ShareService:
             if budget_records <= 0 or plog is None:
                 out[k] = Fetched(b"", ())
                 continue
-            acquired = sp.acquire(member_id, budget_records, plog.high_watermark, self.now_ms())
+            committed = self.config_for(group_id).isolation_level == READ_COMMITTED
+            log_end = plog.last_stable_offset if committed else plog.high_watermark
+            before = sp.tally.counts()
+            acquired = sp.acquire(member_id, budget_records, log_end, self.now_ms())
             if not acquired:
                 out[k] = Fetched(b"", ())
                 continue
             first, last = acquired[0].first_offset, acquired[-1].last_offset
-            r = self.logs.read(topic, k[1], first, max(budget_bytes, 0), min_one=True)
+            r = self.logs.read(
+                topic, k[1], first, max(budget_bytes, 0), min_one=True, read_committed=committed
+            )
             covered = last_offset_of(r.records) if r.error == 0 else -1
             if covered < last:
                 acquired = sp.unacquire(acquired, covered + 1)
+            if committed and r.aborted and acquired:
+                skipped = aborted_batches(r.records, r.aborted)
+                if skipped:
+                    acquired = sp.archive_acquired(acquired, skipped)
+                    self._persist_later([self._record((group_id, k[0], k[1]), sp)])
             self._arm((group_id, k[0], k[1]), sp)
+            moved.append(_minus(sp.tally.counts(), before))
             if not acquired:
                 out[k] = Fetched(b"", (), int(r.error))
                 continue
@@ -312,6 +403,7 @@ class ShareService:
             budget_records -= sum(a.last_offset - a.first_offset + 1 for a in acquired)
             budget_bytes -= len(records)
             out[k] = Fetched(records, tuple(acquired))
+        self._journal(group_id, member_id, "fetch", _total(moved))
         return out
 
     async def delete_group(self, group_id: str) -> bool:
@@ -359,7 +451,7 @@ class ShareService:
         replace the old ones; False when the write failed (nothing changed then)."""
         await self.ready.wait()
         fresh = {
-            (group_id, t, p): SharePartition(off, state_epoch=state_epoch, **self._limits())
+            (group_id, t, p): SharePartition(off, state_epoch=state_epoch, **self._limits(group_id))
             for (t, p), off in offsets.items()
             if off >= 0
         }
@@ -393,17 +485,35 @@ class ShareService:
         """A share session closed (epoch -1, or its connection dropped): the member's acquired records in
         its partitions become available again (archived at the delivery limit)."""
         records = []
+        moved = []
         for tid, p in keys:
             pkey = (group_id, tid, p)
             sp = self.partitions.get(pkey)
-            if sp is not None and sp.release_member(member_id):
+            if sp is None:
+                continue
+            before = sp.tally.counts()
+            if sp.release_member(member_id):
                 records.append(self._record(pkey, sp))
                 self._arm(pkey, sp)
+                moved.append(_minus(sp.tally.counts(), before))
         if records:
             self._persist_later(records)
+            self._journal(group_id, member_id, "session_closed", _total(moved))
             self._wake()
 
     def connection_closed(self, connection: Hashable) -> None:
         for s in self.sessions.of_connection(connection):
             self.sessions.close(s)
             self.release(s.group_id, s.member_id, list(s.partitions))
+
+
+def _minus(after: Sequence[int], before: Sequence[int]) -> tuple[int, ...]:
+    return tuple(a - b for a, b in zip(after, before, strict=True))
+
+
+def _total(parts: Iterable[Sequence[int]]) -> tuple[int, ...]:
+    out = [0, 0, 0, 0]
+    for p in parts:
+        for i, v in enumerate(p):
+            out[i] += v
+    return tuple(out)

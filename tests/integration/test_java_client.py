@@ -328,3 +328,22 @@ def test_java_admin_share_group_offsets(server_factory, run_java) -> None:  # ty
     assert ev["deleted"]["result"] == "ok"
     assert ev["listed_after_delete"]["offsets"] == {}
     assert ev["delete_unknown_group"]["result"]["error"] == "GroupIdNotFoundException"
+
+
+def test_java_admin_group_configs_apply_to_a_share_consumer(server_factory, run_java) -> None:  # type: ignore[no-untyped-def]
+    """Group configs from the Java 4.3 Admin (IncrementalAlterConfigs / DescribeConfigs on a GROUP resource,
+    GroupConfigDriver.java): the values and sources Kafka's Admin shows, Kafka's InvalidConfigurationException
+    for a value out of bounds, and share.auto.offset.reset=earliest obeyed by a KafkaShareConsumer of that group
+    (the broker's default is latest)."""
+    srv = server_factory("--topic", "gc:1")
+    d = run_java("GroupConfigDriver", srv.bootstrap, "gc", unique("group-configs"))
+    assert d.proc.wait(150) == 0, d.events[-5:]
+    ev = {e["event"]: e for e in d.events}
+    assert ev["altered"]["result"] == "ok"
+    assert ev["bad"]["result"]["error"] == "InvalidConfigurationException"
+    assert "share.delivery.count.limit" in ev["bad"]["result"]["message"]
+    entries = ev["described"]["entries"]
+    assert entries["share.auto.offset.reset"] == {"value": "earliest", "source": "DYNAMIC_GROUP_CONFIG"}
+    assert entries["share.record.lock.duration.ms"] == {"value": "20000", "source": "DYNAMIC_GROUP_CONFIG"}
+    assert entries["share.delivery.count.limit"] == {"value": "5", "source": "DEFAULT_CONFIG"}
+    assert sorted(ev["consumed"]["values"]) == [f"v{i}" for i in range(5)]

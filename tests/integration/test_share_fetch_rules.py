@@ -133,3 +133,26 @@ def test_in_flight_limit_stalls_until_the_head_lock_expires(server_factory) -> N
     r = u2.fetch(acks=(b(0, 0, ACCEPT),), max_wait_ms=3000)
     assert acquired(r) == [(100, 149, 1)]  # SPSO passed 99: new records past the window
     c.close()
+
+
+def test_record_limit_mode_acquires_exactly_max_records(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """ShareFetch v2 ShareAcquireMode 1 (record_limit, KIP-1206): never more than MaxRecords acquired, even
+    inside one log batch; the rest of the batch stays AVAILABLE for the next fetch or member. v1 and
+    batch_optimized (0) get the same exact budget here (docs/differences.md 66)."""
+    srv = server_factory("--topic", "t:1", "--share-auto-offset-reset", "earliest")
+    p = Producer({"bootstrap.servers": srv.bootstrap, "linger.ms": 200})
+    for i in range(10):
+        p.produce("t", value=f"r{i}".encode(), partition=0)
+    assert p.flush(30) == 0
+    c = RawClient(srv.host, srv.port)
+    tid = topic_id(c)
+    u1, u2 = Member(srv, "u1", tid), Member(srv, "u2", tid)
+    common = {"max_wait_ms": 5000, "min_bytes": 1, "batch_size": 500}
+    r = raw_fetch(u1, 2, share_acquire_mode=1, max_records=3, **common)
+    assert acquired(r) == [(0, 2, 1)]
+    r = raw_fetch(u2, 2, share_acquire_mode=1, max_records=4, **common)
+    assert acquired(r) == [(3, 6, 1)]
+    r = raw_fetch(u1, 2, share_acquire_mode=0, max_records=2, **common)
+    assert acquired(r) == [(7, 8, 1)]
+    r = raw_fetch(u2, 1, max_records=5, **common)
+    assert acquired(r) == [(9, 9, 1)]

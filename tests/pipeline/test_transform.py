@@ -219,3 +219,32 @@ def test_read_journal_reads_parquet_segments_and_jsonl_from_a_path_and_a_uri(
     for where in (data, f"file://{data}"):
         rows = T.read_journal(spark, where).orderBy("seq").collect()
         assert [(r["seq"], r["member_id"]) for r in rows] == [(1, None), (2, "a"), (3, "b")], where
+
+
+def test_share_group_member_sessions_and_record_counts(spark: Any, journal: Any) -> None:
+    """Share groups (docs/journal.md): member_joined/member_removed make member sessions as for the other
+    group types, and the `share_records` counts of every call are summed per group."""
+    journal.create("q", T0)
+    journal.join("q", "qa", T0 + 1, client="worker-a")
+    journal.event("q", "share_records", T0 + 2, member_id="qa", reason="fetch", acquired=10)
+    journal.event(
+        "q", "share_records", T0 + 3, member_id="qa", reason="acknowledge", acknowledged=7, released=3
+    )
+    journal.event("q", "share_records", T0 + 4, member_id="qa", reason="fetch", acquired=3)
+    journal.event("q", "share_records", T0 + 5, reason="lock_expired", released=3, archived=1)
+    journal.event("q", "share_records", T0 + 6, member_id="qa", reason="acknowledge", archived=2)
+    journal.remove("q", "qa", T0 + 50, "session_timeout")
+    stable_group(journal, "g")
+    t = tables(spark, journal.write())
+    q = t["groups"]["q"]
+    counts = [q[f"share_records_{c}"] for c in ("acquired", "acknowledged", "released", "archived")]
+    assert counts == [13, 7, 6, 3]
+    assert q["members_joined"] == 1 and q["members_expired"] == 1
+    assert t["sessions"]["qa"]["end_cause"] == "expired" and t["sessions"]["qa"]["duration_ms"] == 49
+    g = t["groups"]["g"]
+    assert [g[f"share_records_{c}"] for c in ("acquired", "acknowledged", "released", "archived")] == [
+        0,
+        0,
+        0,
+        0,
+    ]

@@ -204,3 +204,21 @@ def test_a_record_delivered_often_goes_alone() -> None:
     assert sp.acquire("u1", 10, 20, 0) == [AcquiredRange(0, 0, 4)]
     assert ack(sp, "u1", 0, 0, ACCEPT) == 0
     assert sp.acquire("u1", 10, 20, 0) == [AcquiredRange(1, 10, 1)]
+
+
+def test_read_committed_archives_aborted_batches_and_renew_switch() -> None:
+    """`archive_acquired` (read_committed): the aborted offsets of a fetch become ARCHIVED and leave the
+    acquired ranges; SPSO moves past a leading aborted run. With `renew_enabled` off (the group config
+    share.renew.acknowledge.enable=false) RENEW answers INVALID_RECORD_STATE and changes nothing."""
+    sp = SharePartition(0)
+    got = sp.acquire("u1", 500, 8, 0)
+    assert got == [AcquiredRange(0, 7, 1)]
+    kept = sp.archive_acquired(got, [(0, 1), (4, 5)])
+    assert kept == [AcquiredRange(2, 3, 1), AcquiredRange(6, 7, 1)]
+    assert sp.start == 2 and sp.window[4].state == ARCHIVED and sp.window[3].state == ACQUIRED
+    assert sp.archive_acquired(kept, []) == kept
+    sp.renew_enabled = False
+    batches = [AckBatch(2, 3, (RENEW,))]
+    assert sp.check("u1", batches, renew_allowed=True)[0] == E.INVALID_RECORD_STATE
+    sp.renew_enabled = True
+    assert sp.check("u1", batches, renew_allowed=True)[0] == 0

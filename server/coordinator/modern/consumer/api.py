@@ -3,6 +3,7 @@ and the `TopicImage` through which it sees topics: names, ids and partition coun
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,16 @@ class ConsumerGroupConfig:
     @property
     def downgrade_enabled(self) -> bool:
         return self.migration_policy in ("downgrade", "bidirectional")
+
+    def for_group(self, group_configs: Mapping[str, str]) -> ConsumerGroupConfig:
+        """This broker config with a group's `consumer.*` group configs (Kafka's `GroupConfig`) applied."""
+        fields = {
+            "consumer.session.timeout.ms": "session_timeout_ms",
+            "consumer.heartbeat.interval.ms": "heartbeat_interval_ms",
+            "consumer.assignment.interval.ms": "assignment_interval_ms",
+        }
+        changes = {fields[n]: int(v) for n, v in group_configs.items() if n in fields}
+        return dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ only the changes they cause are.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.assignors import PartitionAssignorError
@@ -85,6 +85,8 @@ class ConsumerGroupManager:
         self.ctx = ctx
         self.config = config or ConsumerGroupConfig()
         self.groups: dict[str, ConsumerGroup] = {}
+        #: groups with `consumer.*` group configs (server/configs/group_defs.py): their effective config
+        self.group_configs: dict[str, ConsumerGroupConfig] = {}
         self._new_id = id_factory or (lambda: str(uuid.uuid4()))
         # (group, member) -> the member epoch its rebalance timer was armed at
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
@@ -101,6 +103,17 @@ class ConsumerGroupManager:
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
+
+    def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's `consumer.*` group configs changed; they apply from each member's next heartbeat."""
+        cfg = self.config.for_group(group_configs)
+        if cfg == self.config:
+            self.group_configs.pop(group_id, None)
+        else:
+            self.group_configs[group_id] = cfg
+
+    def config_for(self, group_id: str) -> ConsumerGroupConfig:
+        return self.group_configs.get(group_id, self.config)
 
     # ================================================================================== validation
 
@@ -128,7 +141,7 @@ class ConsumerGroupManager:
     def _heartbeat(
         self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
     ) -> ConsumerGroupHeartbeatResult:
-        cfg, now = self.config, self.ctx.now
+        cfg, now = self.config_for(req.group_id), self.ctx.now
         g = self.groups.get(req.group_id)
         if g is None:
             if req.member_epoch != 0:
@@ -353,7 +366,7 @@ class ConsumerGroupManager:
 
     def _can_assign(self, g: ConsumerGroup) -> bool:
         """Kafka's `canComputeNextTargetAssignment` (KIP-1263's assignment interval)."""
-        interval = self.config.assignment_interval_ms
+        interval = self.config_for(g.group_id).assignment_interval_ms
         return (
             g.assignment_timestamp == 0 or interval == 0 or self.ctx.now >= g.assignment_timestamp + interval
         )
@@ -536,7 +549,9 @@ class ConsumerGroupManager:
 
     def schedule_session(self, group_id: str, m: ConsumerGroupMember) -> None:
         """(Re)arm the member's session timer: a classic member's own session timeout, else the group's."""
-        timeout = m.classic.session_timeout_ms if m.classic is not None else self.config.session_timeout_ms
+        timeout = (
+            m.classic.session_timeout_ms if m.classic is not None else self.config_for(group_id).session_timeout_ms
+        )
         self.ctx.fx.timer(ScheduleTimer(session_key(group_id, m.member_id), self.ctx.now + timeout))
 
     def schedule_join_if_absent(self, group_id: str, m: ConsumerGroupMember) -> None:

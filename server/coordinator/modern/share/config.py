@@ -6,7 +6,37 @@ as a `--group-share-...` flag (server/config.py).
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE)
+
+
+def parse_by_duration(text: str) -> int | None:
+    """The <duration> of `share.auto.offset.reset=by_duration:<duration>` (ISO-8601 PnDTnHnMn.nS, never
+    negative) in milliseconds; None when malformed. (server/configs/group_defs.py validates with the same
+    grammar: the configs room may not import the coordinator.)"""
+    t = text.strip().upper()
+    m = _DURATION.match(t)
+    if m is None or t in ("P", "PT") or t.endswith("T"):
+        return None
+    d, h, mi, s = (m.group(i) for i in range(1, 5))
+    return int((int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi or 0) * 60 + float(s or 0)) * 1000)
+
+
+#: group config (Kafka's `GroupConfig`, server/configs/group_defs.py) -> the field it overrides
+GROUP_CONFIG_FIELDS = {
+    "share.session.timeout.ms": "session_timeout_ms",
+    "share.heartbeat.interval.ms": "heartbeat_interval_ms",
+    "share.record.lock.duration.ms": "record_lock_duration_ms",
+    "share.delivery.count.limit": "delivery_count_limit",
+    "share.partition.max.record.locks": "partition_max_record_locks",
+    "share.auto.offset.reset": "auto_offset_reset",
+    "share.isolation.level": "isolation_level",
+    "share.renew.acknowledge.enable": "renew_acknowledge_enable",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +57,30 @@ class ShareGroupConfig:
     partition_max_record_locks: int = 2000
     #: `group.share.max.share.sessions`: share sessions this broker keeps
     max_share_sessions: int = 2000
-    #: the group config `share.auto.offset.reset` every group gets (no per-group configs yet): latest|earliest
+    #: the group config `share.auto.offset.reset` of groups that do not set it: latest, earliest or
+    #: by_duration:<ISO-8601 duration>
     auto_offset_reset: str = "latest"
+    #: the group config `share.isolation.level`: read_uncommitted (Kafka's default) or read_committed
+    isolation_level: str = "read_uncommitted"
+    #: the group config `share.renew.acknowledge.enable`: whether RENEW acknowledgements are accepted
+    renew_acknowledge_enable: bool = True
+
+    def for_group(self, group_configs: Mapping[str, str]) -> ShareGroupConfig:
+        """This broker config with a group's `share.*` group configs applied (validated already when set)."""
+        changes: dict[str, object] = {}
+        for name, value in group_configs.items():
+            attr = GROUP_CONFIG_FIELDS.get(name)
+            if attr is None:
+                continue
+            current = getattr(self, attr)
+            text = value.strip()
+            if isinstance(current, bool):
+                changes[attr] = text.lower() == "true"
+            elif isinstance(current, int):
+                changes[attr] = int(text)
+            else:
+                changes[attr] = text.lower() if attr != "auto_offset_reset" or ":" not in text else text
+        return dataclasses.replace(self, **changes) if changes else self  # type: ignore[arg-type]
 
     def problems(self) -> list[str]:
         """Kafka's range checks (ShareGroupConfig), as flag names."""

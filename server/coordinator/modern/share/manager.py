@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.modern.share import journal
 from groupcoord.server.coordinator.modern.share.assignor import assign
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
 from groupcoord.server.coordinator.modern.share.group import (
@@ -54,8 +55,22 @@ class ShareGroupManager:
     def __init__(self, config: ShareGroupConfig, is_other_group: Callable[[str], bool]) -> None:
         self.config = config
         self.groups: dict[str, ShareGroup] = {}
+        #: groups with `share.*` group configs: their effective config (set through `set_group_config`)
+        self.group_configs: dict[str, ShareGroupConfig] = {}
         #: whether a classic (or consumer) group owns this id: one id has exactly one type
         self._is_other_group = is_other_group
+
+    def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
+        """A group's configs changed (IncrementalAlterConfigs on its GROUP resource): its session timeout and
+        heartbeat interval apply from each member's next heartbeat, as in Kafka."""
+        cfg = self.config.for_group(group_configs)
+        if cfg == self.config:
+            self.group_configs.pop(group_id, None)
+        else:
+            self.group_configs[group_id] = cfg
+
+    def config_for(self, group_id: str) -> ShareGroupConfig:
+        return self.group_configs.get(group_id, self.config)
 
     # ------------------------------------------------------------------------------------- heartbeat
 
@@ -104,6 +119,7 @@ class ShareGroupManager:
         g = self.groups.get(req.group_id)
         if req.member_epoch == -1:
             return self._leave(g, req, fx, now_ms)
+        created = g is None
         if g is None:
             if req.member_epoch != 0:
                 return self._error(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."), False
@@ -129,15 +145,19 @@ class ShareGroupManager:
                 f"{member.member_epoch}.",
             ), False
         changed = False
+        state_before = g.state
+        joined = member is None
         if member is None:
             member = g.members[req.member_id] = ShareGroupMember(req.member_id)
             changed = True
         bump = False
+        cause = "new_member" if joined else None
         if req.subscribed_topic_names is not None:
             names = tuple(sorted(set(req.subscribed_topic_names)))
             if names != member.subscribed_topic_names:
                 member.subscribed_topic_names = names
                 bump = True
+                cause = cause or "subscription_change"
         if req.rack_id is not None and req.rack_id != member.rack_id:
             member.rack_id = req.rack_id
             changed = True
@@ -151,25 +171,31 @@ class ShareGroupManager:
         if new_hash != g.metadata_hash:
             g.metadata_hash = new_hash
             bump = True
+            cause = cause or "metadata_change"
         if bump:
             g.group_epoch += 1
             changed = True
+        if created:
+            journal.event(fx, g, now_ms, "group_created")
+        if joined:
+            journal.member(fx, g, now_ms, "member_joined", member, "new_member")
         if g.group_epoch > g.assignment_epoch:
             self._compute_target(g)
+            journal.target(fx, g, now_ms, cause)
             changed = True
+        journal.state(fx, g, now_ms, state_before, cause)
         full = req.member_epoch == 0 or req.subscribed_topic_names is not None
         moved, assignment_changed = self._reconcile(g, member)
         changed = changed or moved
-        fx.timer(
-            ScheduleTimer(session_key(g.group_id, member.member_id), now_ms + self.config.session_timeout_ms)
-        )
+        cfg = self.config_for(g.group_id)
+        fx.timer(ScheduleTimer(session_key(g.group_id, member.member_id), now_ms + cfg.session_timeout_ms))
         return (
             ShareHeartbeatResult(
                 NONE,
                 None,
                 member.member_id,
                 member.member_epoch,
-                self.config.heartbeat_interval_ms,
+                cfg.heartbeat_interval_ms,
                 frozen_assignment(member.assignment) if (full or assignment_changed) else None,
             ),
             changed,
@@ -203,15 +229,20 @@ class ShareGroupManager:
             return self._error(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found."), False
         if req.member_id not in g.members:
             return self._error(E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member."), False
-        self._remove_member(g, req.member_id, fx)
+        self._remove_member(g, req.member_id, fx, now_ms, "left")
         return ShareHeartbeatResult(NONE, None, req.member_id, -1, 0, None), True
 
-    def _remove_member(self, g: ShareGroup, member_id: str, fx: Effects) -> None:
-        del g.members[member_id]
+    def _remove_member(self, g: ShareGroup, member_id: str, fx: Effects, now_ms: int, reason: str) -> None:
+        """`reason` (journal): `left` or `session_timeout`."""
+        state_before = g.state
+        gone = g.members.pop(member_id)
         g.target.pop(member_id, None)
         fx.timer(CancelTimer(session_key(g.group_id, member_id)))
         g.group_epoch += 1
+        journal.member(fx, g, now_ms, "member_removed", gone, reason)
         self._compute_target(g)
+        journal.target(fx, g, now_ms, reason)
+        journal.state(fx, g, now_ms, state_before, reason)
 
     # ---------------------------------------------------------------------------------------- timers
 
@@ -222,7 +253,7 @@ class ShareGroupManager:
         _, group_id, member_id = key
         g = self.groups.get(group_id)
         if g is not None and member_id in g.members:
-            self._remove_member(g, member_id, fx)
+            self._remove_member(g, member_id, fx, now_ms, "session_timeout")
             fx.record(ShareGroupRecord(group_id, g.value()))
         return fx
 
@@ -280,8 +311,9 @@ class ShareGroupManager:
 
     # ------------------------------------------------------------------------------ delete, load
 
-    def delete(self, group_id: str, fx: Effects) -> int:
-        """DeleteGroups on a share group: NON_EMPTY_GROUP while it has members, else a tombstone."""
+    def delete(self, group_id: str, fx: Effects, now_ms: int = 0) -> int:
+        """DeleteGroups on a share group: NON_EMPTY_GROUP while it has members, else a tombstone (journal:
+        `state_change` to Dead and `group_deleted`, reason `deleted`)."""
         g = self.groups.get(group_id)
         if g is None:
             return int(E.GROUP_ID_NOT_FOUND)
@@ -289,6 +321,8 @@ class ShareGroupManager:
             return int(E.NON_EMPTY_GROUP)
         del self.groups[group_id]
         fx.record(ShareGroupRecord(group_id, None))
+        journal.event(fx, g, now_ms, "state_change", state_from=g.state, state_to="Dead", reason="deleted")
+        journal.event(fx, g, now_ms, "group_deleted", reason="deleted")
         return NONE
 
     def replay(self, rec: ShareGroupRecord) -> None:
@@ -304,7 +338,8 @@ class ShareGroupManager:
             if wanted is not None and g.group_id not in wanted:
                 continue
             for mid in g.members:
-                fx.timer(ScheduleTimer(session_key(g.group_id, mid), now_ms + self.config.session_timeout_ms))
+                timeout = self.config_for(g.group_id).session_timeout_ms
+                fx.timer(ScheduleTimer(session_key(g.group_id, mid), now_ms + timeout))
 
     def unload(self, fx: Effects, group_ids: Iterable[str] | None = None) -> None:
         ids = list(self.groups) if group_ids is None else [i for i in group_ids if i in self.groups]
