@@ -550,7 +550,9 @@ class ConsumerGroupManager:
     def schedule_session(self, group_id: str, m: ConsumerGroupMember) -> None:
         """(Re)arm the member's session timer: a classic member's own session timeout, else the group's."""
         timeout = (
-            m.classic.session_timeout_ms if m.classic is not None else self.config_for(group_id).session_timeout_ms
+            m.classic.session_timeout_ms
+            if m.classic is not None
+            else self.config_for(group_id).session_timeout_ms
         )
         self.ctx.fx.timer(ScheduleTimer(session_key(group_id, m.member_id), self.ctx.now + timeout))
 
