@@ -32,6 +32,7 @@ from groupcoord.server.apis import (
     share_fetch,
     share_groups,
     share_offsets,
+    topic_ids,
     txn,
 )
 from groupcoord.server.cluster.cluster_log import ClusterLog
@@ -174,7 +175,9 @@ class Broker:
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
         handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
-        self.dispatcher = Dispatcher(self, authz.guarded(handlers) if self.security.enabled else handlers)
+        guarded = authz.guarded(handlers) if self.security.enabled else handlers
+        # OffsetCommit/OffsetFetch v10 name topics by id: resolved in front of the ACL check (topic_ids.py)
+        self.dispatcher = Dispatcher(self, topic_ids.wrap(guarded))
         if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
             self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}

@@ -33,6 +33,7 @@ def commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitRes
         topics=tuple(
             oc.OffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=tuple(
                     oc.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
                     for p in t.partitions

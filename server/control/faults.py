@@ -266,8 +266,11 @@ def error_response(api_key: int, version: int, request: object, code: int) -> ob
         return OffsetCommitResponse(
             topics=tuple(
                 OffsetCommitResponseTopic(
-                    t.name,
-                    tuple(OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions),
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions
+                    ),
                 )
                 for t in request.topics  # type: ignore[attr-defined]
             )
@@ -297,7 +300,7 @@ def error_response(api_key: int, version: int, request: object, code: int) -> ob
         )
     if api_key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(
-            groups=tuple(DescribedGroup(code, g, "", "", "", ()) for g in request.groups)  # type: ignore[attr-defined]
+            groups=tuple(DescribedGroup(error_code=code, group_id=g) for g in request.groups)  # type: ignore[attr-defined]
         )
     cls = RESPONSES[api_key]
     spec = next((s for s in cls.__kafka_fields__ if s.name == "error_code"), None)
