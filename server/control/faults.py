@@ -16,6 +16,7 @@ import base64
 import dataclasses
 import itertools
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypedDict
@@ -242,6 +243,8 @@ def _jsonable(value: object) -> object:
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, uuid.UUID):  # topic ids (ConsumerGroupHeartbeat, OffsetCommit v10, ...)
+        return str(value)
     return value
 
 
