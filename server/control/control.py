@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import TYPE_CHECKING, Protocol, Unpack
 
 import structlog
@@ -190,9 +191,19 @@ class Control:
 
     def _describe_share(self, group_id: str) -> GroupView:
         """A KIP-932 share group as ShareGroupDescribe shows it."""
-        machine = self.broker.machine
-        assert machine is not None
+        machine, topics = self.broker.machine, self.broker.topics
+        assert machine is not None and topics is not None
         d = machine.share_group_describe([group_id])[0]
+
+        def named(assignment: tuple[tuple[str, tuple[int, ...]], ...]) -> Partitions:
+            """Share assignments are keyed by topic id (hex); a topic since deleted is left out."""
+            out: Partitions = {}
+            for hex_id, ps in assignment:
+                info = topics.by_id(uuid.UUID(hex=hex_id))
+                if info is not None:
+                    out[info.name] = tuple(sorted(ps))
+            return out
+
         return GroupView(
             group_id=group_id,
             state=d.state,
@@ -208,7 +219,7 @@ class Control:
                     m.client_host,
                     b"",
                     member_epoch=m.member_epoch,
-                    assigned={t: tuple(ps) for t, ps in m.assignment},
+                    assigned=named(m.assignment),
                     subscribed_topics=tuple(m.subscribed_topic_names),
                 )
                 for m in d.members
