@@ -152,10 +152,22 @@ def test_describe_groups_v6_says_why_a_group_is_missing(server_factory) -> None:
             ),
         )
         assert hb.error_code == 0
-        v6 = c.request(ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(groups=("cg6", "nope")))
+        # a simple (generation -1) commit makes an Empty classic group, which v6 describes as before
+        simple = oc.OffsetCommitRequest(
+            group_id="simple6",
+            topics=(
+                oc.OffsetCommitRequestTopic(
+                    name="tida",
+                    partitions=(oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=1),),
+                ),
+            ),
+        )
+        assert c.request(ApiKey.OFFSET_COMMIT, 9, simple).topics[0].partitions[0].error_code == 0
+        v6 = c.request(ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(groups=("cg6", "nope", "simple6")))
         assert [(g.group_id, g.error_code, g.error_message, g.group_state, g.members) for g in v6.groups] == [
             ("cg6", E.GROUP_ID_NOT_FOUND, "Group cg6 is not a classic group.", "Dead", ()),
             ("nope", E.GROUP_ID_NOT_FOUND, "Group nope not found.", "Dead", ()),
+            ("simple6", 0, None, "Empty", ()),
         ]
         v5 = c.request(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=("cg6", "nope")))
         assert [(g.group_id, g.error_code, g.group_state) for g in v5.groups] == [

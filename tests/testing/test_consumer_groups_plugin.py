@@ -116,6 +116,10 @@ async def test_a_heartbeat_fault_lets_a_session_run_out_on_the_virtual_clock(gro
     try:
         view = await coord.wait_group("pg", state="Stable", members=2, timeout=60)
         coord.record()
+        # delayed heartbeats are still heartbeats: the group stays as it is
+        slow = coord.fault("ConsumerGroupHeartbeat", client_id="a", delay_ms=500, count=3)
+        await until(lambda: slow.fired == 3, "three of a's heartbeats delayed")
+        assert coord.describe("pg") == view
         fault = coord.fault("ConsumerGroupHeartbeat", client_id="b", error="COORDINATOR_NOT_AVAILABLE", count=None)
         await until(lambda: fault.fired >= 1, "b's heartbeats hit the fault")
 
