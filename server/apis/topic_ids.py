@@ -10,7 +10,9 @@ name (offsets are stored by name, as Kafka stores them):
   topic's current id, and leaves out a topic that no longer exists (it has no id to write).
 
 The wrapper sits outside the ACL check (authz.py) so that an unknown id is answered UNKNOWN_TOPIC_ID before
-any TOPIC_AUTHORIZATION_FAILED, as in Kafka.
+any TOPIC_AUTHORIZATION_FAILED, as in Kafka; the group's own ACL still comes first (a commit to a group the
+principal may not READ is GROUP_AUTHORIZATION_FAILED for every topic; OffsetFetch's group error drops the
+unknown-id answers with the rest).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
+from groupcoord.server.apis.authz_common import allowed
 from groupcoord.server.net.dispatch import then
+from groupcoord.server.security.authorizer import GROUP, READ
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -49,7 +53,9 @@ def _id_of(ctx: RequestContext, name: str) -> uuid.UUID | None:
 
 def offset_commit(handler: Handler) -> Handler:
     def by_id(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
-        if ctx.version < TOPIC_ID_VERSION:
+        if ctx.version < TOPIC_ID_VERSION or not allowed(ctx, READ, GROUP, req.group_id):
+            # Kafka checks READ on the group before anything else: the ACL check behind answers
+            # GROUP_AUTHORIZATION_FAILED for every topic, unknown ids included
             return handler(ctx, req)
         known: list[oc.OffsetCommitRequestTopic] = []
         unknown: list[oc.OffsetCommitResponseTopic] = []

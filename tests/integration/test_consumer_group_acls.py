@@ -160,6 +160,15 @@ def test_offsets_by_topic_id_answer_an_unknown_id_before_the_acl_check(secure: S
             ids["hidden-cg"]: TOPIC_DENIED,
             nowhere: ErrorCode.UNKNOWN_TOPIC_ID,
         }
+        # the group's ACL comes first: every topic, the unknown id too, is GROUP_AUTHORIZATION_FAILED
+        mallory, _, _ = scram_login(secure.sasl_plain, "mallory-secret", user="mallory")
+        try:
+            refused = mallory.request(ApiKey.OFFSET_COMMIT, 10, commit)
+        finally:
+            mallory.close()
+        assert {t.topic_id: t.partitions[0].error_code for t in refused.topics} == dict.fromkeys(
+            asked, GROUP_DENIED
+        )
         group = of.OffsetFetchRequestGroup(
             group_id="team-ids",
             member_id="team-ids-m",
