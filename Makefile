@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run test test-fast test-compose image-base lint typecheck bench bench-profile bench-report report clean
+.PHONY: setup links run test test-fast test-compose image-base lint typecheck bench bench-consumer bench-profile bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -98,6 +98,12 @@ bench: setup
 	$(BIN)/python bench/abuse.py
 	$(BIN)/python bench/txn.py
 	$(BIN)/python bench/console.py
+	$(BIN)/python bench/consumer_groups.py
+
+# KIP-848 consumer groups alone (issue 25): server assignors at 1,000 x 10,000 and a 1,000-member group
+# converging after a join and after a leave (bench/consumer_groups.py)
+bench-consumer: setup
+	$(BIN)/python bench/consumer_groups.py
 
 # Where the server's CPU goes per heartbeat (py-spy; bench/cpu_profile.py)
 bench-profile: setup

@@ -33,6 +33,7 @@ from groupcoord.server.apis import (
     share_fetch,
     share_groups,
     share_offsets,
+    topic_ids,
     txn,
 )
 from groupcoord.server.cluster.cluster_log import ClusterLog
@@ -179,7 +180,9 @@ class Broker:
         # docs/differences.md 77): the APIs are not offered there, as with --group-share-enable false
         share_served = config.group_share_enable and not config.cluster
         handlers = {k: h for k, h in HANDLERS.items() if share_served or k not in SHARE_APIS}
-        self.dispatcher = Dispatcher(self, authz.guarded(handlers) if self.security.enabled else handlers)
+        guarded = authz.guarded(handlers) if self.security.enabled else handlers
+        # OffsetCommit/OffsetFetch v10 name topics by id: resolved in front of the ACL check (topic_ids.py)
+        self.dispatcher = Dispatcher(self, topic_ids.wrap(guarded))
         if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
             self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}

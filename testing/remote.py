@@ -20,7 +20,7 @@ from typing import Unpack
 from urllib.parse import quote, urlencode
 
 from groupcoord.server.control.faults import FaultSpec
-from groupcoord.server.control.views import GroupView, MemberView
+from groupcoord.server.control.views import GroupView, member_from_json
 from groupcoord.testing.ports import free_port
 
 ARGS_DEFAULTS: dict[str, object] = {
@@ -317,17 +317,7 @@ class RemoteEventStream:
 
 
 def _view(data: dict) -> GroupView:
-    members = tuple(
-        MemberView(
-            m["member_id"],
-            m["group_instance_id"],
-            m["client_id"],
-            m["client_host"],
-            bytes.fromhex(m["assignment"]),
-        )
-        for m in data["members"]
-    )
-    return GroupView(**{**data, "members": members})
+    return GroupView(**{**data, "members": tuple(member_from_json(m) for m in data["members"])})
 
 
 def spawn_groupcoord(data_dir: Path, *, virtual_clock: bool = True, **options: object) -> GroupCoordProcess:

@@ -1,7 +1,9 @@
-"""DescribeGroups (API key 15), versions 0-5, flexible from v5.
+"""DescribeGroups (API key 15), versions 0-6, flexible from v5.
 
 Version notes: v1 response ThrottleTimeMs; v2 same layout; v3 IncludeAuthorizedOperations and
-AuthorizedOperations (KIP-430); v4 members' GroupInstanceId (KIP-345); v5 flexible encoding.
+AuthorizedOperations (KIP-430); v4 members' GroupInstanceId (KIP-345); v5 flexible encoding; v6 per-group
+ErrorMessage, and a group that does not exist or is not a classic group gets GROUP_ID_NOT_FOUND (KIP-1043)
+instead of an empty Dead answer.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from groupcoord.protocol.schema import BOOL, BYTES, INT16, INT32, STRING, array, f, message, struct
 
 
-@message(15, "request", valid="0-5", flexible="5+")
+@message(15, "request", valid="0-6", flexible="5+")
 class DescribeGroupsRequest:
     groups: tuple[str, ...] = f(array(STRING), "0+")
     include_authorized_operations: bool = f(BOOL, "3+", default=False)
@@ -28,6 +30,7 @@ class DescribedGroupMember:
 @struct
 class DescribedGroup:
     error_code: int = f(INT16, "0+")
+    error_message: str | None = f(STRING, "6+", nullable="6+", default=None)
     group_id: str = f(STRING, "0+")
     group_state: str = f(STRING, "0+")
     protocol_type: str = f(STRING, "0+")
@@ -36,7 +39,7 @@ class DescribedGroup:
     authorized_operations: int = f(INT32, "3+", default=-2147483648)
 
 
-@message(15, "response", valid="0-5", flexible="5+")
+@message(15, "response", valid="0-6", flexible="5+")
 class DescribeGroupsResponse:
     throttle_time_ms: int = f(INT32, "1+", ignorable=True)
     groups: tuple[DescribedGroup, ...] = f(array(DescribedGroup), "0+")

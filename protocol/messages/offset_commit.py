@@ -1,4 +1,4 @@
-"""OffsetCommit (API key 8), versions 0-9, flexible from v8.
+"""OffsetCommit (API key 8), versions 0-10, flexible from v8.
 
 Version notes:
 - v0: offsets stored in ZooKeeper (a KRaft broker answers UNSUPPORTED_VERSION; so do we).
@@ -6,11 +6,15 @@ Version notes:
 - v2: RetentionTimeMs (v2-v4) instead of CommitTimestamp.  v3: response ThrottleTimeMs.  v4: same layout.
 - v5: RetentionTimeMs removed.  v6: CommittedLeaderEpoch.  v7: GroupInstanceId (KIP-345).
 - v8: flexible encoding.  v9: same layout; an unknown group with a generation gets GROUP_ID_NOT_FOUND.
+- v10: topics by TopicId instead of Name (KIP-848), request and response; an id the broker does not know
+  gets UNKNOWN_TOPIC_ID (server/apis/topic_ids.py resolves ids to names in front of the handler).
 """
 
 from __future__ import annotations
 
-from groupcoord.protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
+import uuid
+
+from groupcoord.protocol.schema import INT16, INT32, INT64, STRING, UUID, array, f, message, struct
 
 
 @struct
@@ -24,11 +28,12 @@ class OffsetCommitRequestPartition:
 
 @struct
 class OffsetCommitRequestTopic:
-    name: str = f(STRING, "0+")
+    name: str = f(STRING, "0-9", ignorable=True)
+    topic_id: uuid.UUID = f(UUID, "10+", ignorable=True)
     partitions: tuple[OffsetCommitRequestPartition, ...] = f(array(OffsetCommitRequestPartition), "0+")
 
 
-@message(8, "request", valid="0-9", flexible="8+")
+@message(8, "request", valid="0-10", flexible="8+")
 class OffsetCommitRequest:
     group_id: str = f(STRING, "0+")
     generation_id_or_member_epoch: int = f(INT32, "1+", default=-1, ignorable=True)
@@ -46,11 +51,12 @@ class OffsetCommitResponsePartition:
 
 @struct
 class OffsetCommitResponseTopic:
-    name: str = f(STRING, "0+")
+    name: str = f(STRING, "0-9", ignorable=True)
+    topic_id: uuid.UUID = f(UUID, "10+", ignorable=True)
     partitions: tuple[OffsetCommitResponsePartition, ...] = f(array(OffsetCommitResponsePartition), "0+")
 
 
-@message(8, "response", valid="0-9", flexible="8+")
+@message(8, "response", valid="0-10", flexible="8+")
 class OffsetCommitResponse:
     throttle_time_ms: int = f(INT32, "3+", ignorable=True)
     topics: tuple[OffsetCommitResponseTopic, ...] = f(array(OffsetCommitResponseTopic), "0+")

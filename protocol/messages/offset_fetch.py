@@ -1,4 +1,4 @@
-"""OffsetFetch (API key 9), versions 0-9, flexible from v6.
+"""OffsetFetch (API key 9), versions 0-10, flexible from v6.
 
 Version notes:
 - v0: offsets from ZooKeeper (answered UNSUPPORTED_VERSION).  v1: from the coordinator.
@@ -7,11 +7,15 @@ Version notes:
 - v6: flexible encoding.  v7: RequireStable.
 - v8: batched Groups[] (request and response; per-group ErrorCode).
 - v9: per-group MemberId and MemberEpoch (for the new consumer protocol).
+- v10: topics by TopicId instead of Name (KIP-848); an id the broker does not know gets UNKNOWN_TOPIC_ID
+  per partition, and a committed topic without an id is left out of an all-topics answer.
 """
 
 from __future__ import annotations
 
-from groupcoord.protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message, struct
+import uuid
+
+from groupcoord.protocol.schema import BOOL, INT16, INT32, INT64, STRING, UUID, array, f, message, struct
 
 
 @struct
@@ -22,7 +26,8 @@ class OffsetFetchRequestTopic:
 
 @struct
 class OffsetFetchRequestTopics:
-    name: str = f(STRING, "8+")
+    name: str = f(STRING, "8-9", ignorable=True)
+    topic_id: uuid.UUID = f(UUID, "10+", ignorable=True)
     partition_indexes: tuple[int, ...] = f(array(INT32), "8+")
 
 
@@ -36,7 +41,7 @@ class OffsetFetchRequestGroup:
     )
 
 
-@message(9, "request", valid="0-9", flexible="6+")
+@message(9, "request", valid="0-10", flexible="6+")
 class OffsetFetchRequest:
     group_id: str = f(STRING, "0-7")
     topics: tuple[OffsetFetchRequestTopic, ...] | None = f(
@@ -72,7 +77,8 @@ class OffsetFetchResponsePartitions:
 
 @struct
 class OffsetFetchResponseTopics:
-    name: str = f(STRING, "8+")
+    name: str = f(STRING, "8-9", ignorable=True)
+    topic_id: uuid.UUID = f(UUID, "10+", ignorable=True)
     partitions: tuple[OffsetFetchResponsePartitions, ...] = f(array(OffsetFetchResponsePartitions), "8+")
 
 
@@ -83,7 +89,7 @@ class OffsetFetchResponseGroup:
     error_code: int = f(INT16, "8+")
 
 
-@message(9, "response", valid="0-9", flexible="6+")
+@message(9, "response", valid="0-10", flexible="6+")
 class OffsetFetchResponse:
     throttle_time_ms: int = f(INT32, "3+", ignorable=True)
     topics: tuple[OffsetFetchResponseTopic, ...] = f(array(OffsetFetchResponseTopic), "0-7")

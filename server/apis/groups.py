@@ -10,6 +10,8 @@ Version-dependent shaping done here:
 - SyncGroup v5: a request without ProtocolType or ProtocolName gets INCONSISTENT_GROUP_PROTOCOL (KafkaApis).
 - LeaveGroup v0-v2: the single MemberId becomes one batch entry; the answer is the top-level error, else
   that entry's error.
+- DescribeGroups v6 (KIP-1043): a group that does not exist, or is a consumer or share group, gets
+  GROUP_ID_NOT_FOUND with Kafka's ErrorMessage and state Dead; v0-v5 get the empty Dead answer (no error).
 """
 
 from __future__ import annotations
@@ -220,6 +222,17 @@ def describe_groups(ctx: RequestContext, req: dg.DescribeGroupsRequest) -> dg.De
     described = ctx.services.machine.describe_groups(list(req.groups))
     groups = []
     for d in described:
+        if v >= 6 and d.not_found is not None and d.error == ErrorCode.NONE:
+            # KIP-1043: v6 says why the answer is empty (Kafka's GroupMetadataManager.describeGroups)
+            groups.append(
+                dg.DescribedGroup(
+                    error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                    error_message=d.not_found,
+                    group_id=d.group_id,
+                    group_state="Dead",
+                )
+            )
+            continue
         ops = GROUP_AUTHORIZED_OPERATIONS if (req.include_authorized_operations and d.error == 0) else INT_MIN
         groups.append(
             dg.DescribedGroup(

@@ -8,6 +8,8 @@ Version notes:
 - OffsetFetch v0-v1 have no top-level error (a group error is copied into each partition), v2-v7 a top-level
   one, v8+ one per group; CommittedLeaderEpoch from v5. Fetches run through the group's mailbox so they see
   commits still being written.
+- OffsetCommit v10 and OffsetFetch v10 name topics by TopicId: server/apis/topic_ids.py resolves them to names
+  in front of these handlers (and of the ACL check), so everything here works by name at every version.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitRes
         topics=tuple(
             oc.OffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=tuple(
                     oc.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
                     for p in t.partitions

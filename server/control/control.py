@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import TYPE_CHECKING, Protocol, Unpack
 
 import structlog
@@ -19,9 +20,11 @@ from groupcoord.server.control.faults import (
     api_key_of,
     error_code_of,
 )
-from groupcoord.server.control.views import GroupView, MemberView
+from groupcoord.server.control.views import GroupView, MemberView, Partitions
+from groupcoord.server.coordinator.modern.consumer.manager import session_key as consumer_session_key
 
 if TYPE_CHECKING:
+    from groupcoord.server.apis.consumer_groups import TopicLookups
     from groupcoord.server.coordinator.shard import GroupCoordinatorShard
     from groupcoord.server.journal.writer import Journal
     from groupcoord.server.net.dispatch import Dispatcher
@@ -79,6 +82,7 @@ class ControlledServer(Protocol):
     machine: GroupCoordinatorShard | None
     runtime: GroupRuntime | None
     dispatcher: Dispatcher
+    topics: TopicLookups | None
 
 
 class Control:
@@ -130,6 +134,10 @@ class Control:
     def describe(self, group_id: str) -> GroupView:
         machine = self.broker.machine
         assert machine is not None
+        if machine.consumer_group(group_id) is not None:
+            return self._describe_consumer(group_id)
+        if machine.has_share_group(group_id):
+            return self._describe_share(group_id)
         described = machine.describe_groups([group_id])[0]
         g = machine.group(group_id)
         return GroupView(
@@ -143,6 +151,81 @@ class Control:
                 MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.assignment)
                 for m in described.members
             ),
+        )
+
+    def _describe_consumer(self, group_id: str) -> GroupView:
+        """A KIP-848 consumer group as ConsumerGroupDescribe shows it (epochs, assignments by topic name)."""
+        from groupcoord.server.apis.consumer_groups import LogTopicImage
+
+        machine, topics = self.broker.machine, self.broker.topics
+        assert machine is not None and topics is not None
+        d = machine.consumer_group_describe([group_id], LogTopicImage(topics))[0]
+
+        def parts(described: tuple) -> Partitions:  # type: ignore[type-arg]
+            return {t.topic_name: tuple(t.partitions) for t in described}
+
+        return GroupView(
+            group_id=group_id,
+            state=d.state,
+            generation=d.group_epoch,
+            protocol_type="consumer",
+            protocol=d.assignor_name,
+            leader=None,
+            members=tuple(
+                MemberView(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    b"",
+                    member_epoch=m.member_epoch,
+                    assigned=parts(m.assignment),
+                    target=parts(m.target_assignment),
+                    subscribed_topics=tuple(m.subscribed_topic_names),
+                )
+                for m in d.members
+            ),
+            group_type="consumer",
+            assignment_epoch=d.assignment_epoch,
+        )
+
+    def _describe_share(self, group_id: str) -> GroupView:
+        """A KIP-932 share group as ShareGroupDescribe shows it."""
+        machine, topics = self.broker.machine, self.broker.topics
+        assert machine is not None and topics is not None
+        d = machine.share_group_describe([group_id])[0]
+
+        def named(assignment: tuple[tuple[str, tuple[int, ...]], ...]) -> Partitions:
+            """Share assignments are keyed by topic id (hex); a topic since deleted is left out."""
+            out: Partitions = {}
+            for hex_id, ps in assignment:
+                info = topics.by_id(uuid.UUID(hex=hex_id))
+                if info is not None:
+                    out[info.name] = tuple(sorted(ps))
+            return out
+
+        return GroupView(
+            group_id=group_id,
+            state=d.state,
+            generation=d.group_epoch,
+            protocol_type="share",
+            protocol=d.assignor_name,
+            leader=None,
+            members=tuple(
+                MemberView(
+                    m.member_id,
+                    None,
+                    m.client_id,
+                    m.client_host,
+                    b"",
+                    member_epoch=m.member_epoch,
+                    assigned=named(m.assignment),
+                    subscribed_topics=tuple(m.subscribed_topic_names),
+                )
+                for m in d.members
+            ),
+            group_type="share",
+            assignment_epoch=d.assignment_epoch,
         )
 
     def group_ids(self) -> list[str]:
@@ -230,6 +313,17 @@ class Control:
         session_timeout, and the group rebalances as Kafka's would."""
         runtime, machine = self.broker.runtime, self.broker.machine
         assert runtime is not None and machine is not None
+        cg = machine.consumer_group(group_id)
+        if cg is not None:  # KIP-848: fenced as its session timer would (reason session_timeout)
+            if member_id not in cg.members:
+                raise KeyError(f"no member {member_id!r} in group {group_id!r}")
+            expired = runtime.call(
+                group_id, lambda now: (None, machine.on_timer(consumer_session_key(group_id, member_id), now))
+            )
+            if isinstance(expired, asyncio.Future):
+                await expired
+            await self.settle()
+            return
         g = machine.group(group_id)
         if g is None or member_id not in g.members:
             raise KeyError(f"no member {member_id!r} in group {group_id!r}")

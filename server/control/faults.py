@@ -16,6 +16,7 @@ import base64
 import dataclasses
 import itertools
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypedDict
@@ -102,6 +103,8 @@ COORDINATOR_APIS = (
     ApiKey.OFFSET_FETCH,
     ApiKey.DESCRIBE_GROUPS,
     ApiKey.DELETE_GROUPS,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,  # KIP-848 consumers
+    ApiKey.CONSUMER_GROUP_DESCRIBE,
 )
 
 
@@ -240,6 +243,8 @@ def _jsonable(value: object) -> object:
         return [_jsonable(v) for v in value]
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, uuid.UUID):  # topic ids (ConsumerGroupHeartbeat, OffsetCommit v10, ...)
+        return str(value)
     return value
 
 
@@ -266,8 +271,11 @@ def error_response(api_key: int, version: int, request: object, code: int) -> ob
         return OffsetCommitResponse(
             topics=tuple(
                 OffsetCommitResponseTopic(
-                    t.name,
-                    tuple(OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions),
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(p.partition_index, code) for p in t.partitions
+                    ),
                 )
                 for t in request.topics  # type: ignore[attr-defined]
             )
@@ -297,7 +305,7 @@ def error_response(api_key: int, version: int, request: object, code: int) -> ob
         )
     if api_key == ApiKey.DESCRIBE_GROUPS:
         return DescribeGroupsResponse(
-            groups=tuple(DescribedGroup(code, g, "", "", "", ()) for g in request.groups)  # type: ignore[attr-defined]
+            groups=tuple(DescribedGroup(error_code=code, group_id=g) for g in request.groups)  # type: ignore[attr-defined]
         )
     cls = RESPONSES[api_key]
     spec = next((s for s in cls.__kafka_fields__ if s.name == "error_code"), None)

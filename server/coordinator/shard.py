@@ -387,7 +387,17 @@ class GroupCoordinatorShard:
         return share_offsets.delete_offsets(self.share_manager, group_id, topics, with_state, token, now_ms)
 
     def describe_groups(self, ids: Iterable[str]) -> list[DescribedGroup]:
-        return self.group_manager.describe_groups(ids)
+        """Classic groups as DescribeGroups shows them; any other group id gets the empty Dead answer, marked
+        with Kafka's reason (a consumer or share group is "not a classic group")."""
+        out = []
+        for d in self.group_manager.describe_groups(ids):
+            if d.state == "Dead" and not d.members:
+                gid = d.group_id
+                modern = gid in self.consumer_manager.groups or self.share_manager.has(gid)
+                reason = f"Group {gid} is not a classic group." if modern else f"Group {gid} not found."
+                d = DescribedGroup(d.error, gid, d.state, d.protocol_type, d.protocol_data, (), reason)
+            out.append(d)
+        return out
 
     def list_groups(
         self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()

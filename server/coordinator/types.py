@@ -183,6 +183,9 @@ class DescribedGroup:
     protocol_type: str
     protocol_data: str
     members: tuple[DescribedMember, ...]
+    #: why an empty Dead answer is empty ("Group g not found." / "Group g is not a classic group."): what
+    #: DescribeGroups v6+ returns with GROUP_ID_NOT_FOUND (KIP-1043); None for a described classic group
+    not_found: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,17 @@ ConsumerGroupHeartbeat, DESCRIBE on each group for ConsumerGroupDescribe (Kafka'
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import offset_commit as oc
+from groupcoord.protocol.messages import offset_fetch as of
 from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.protocol.messages.metadata import MetadataRequest
 from tests.integration.security_fixture import SecureServer, scram_login, start_secure_server
 from tests.integration.test_acls import USERS, create_acls
 
@@ -22,6 +28,7 @@ def secure(tmp_path_factory):  # type: ignore[no-untyped-def]
         "--authorizer-class-name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "--super-users", "User:admin",
         "--group-consumer-assignment-interval-ms", "0",
+        "--topic", "hidden-cg:1",
         users=USERS,
     )  # fmt: skip
     yield s
@@ -118,3 +125,63 @@ def test_a_regex_resolves_only_to_topics_the_member_may_describe(secure: SecureS
     finally:
         carol.close()
         admin_conn.close()
+
+
+def test_offsets_by_topic_id_answer_an_unknown_id_before_the_acl_check(secure: SecureServer) -> None:
+    """OffsetCommit/OffsetFetch v10 (Kafka's KafkaApis): an id the broker does not know is UNKNOWN_TOPIC_ID, a
+    known topic the principal may not READ / DESCRIBE is TOPIC_AUTHORIZATION_FAILED, each keyed by its id."""
+    create_acls(secure.sasl_plain)  # carol: READ on groups team-* and on topic secure, nothing on hidden-cg
+    admin, _, _ = scram_login(secure.sasl_plain, "admin-secret", user="admin")
+    carol, _, _ = scram_login(secure.sasl_plain, "carol-secret", user="carol")
+    nowhere = uuid.UUID(int=12345)
+    try:
+        ids = {
+            t.name: t.topic_id
+            for t in admin.request(ApiKey.METADATA, 12, MetadataRequest(topics=None)).topics
+        }
+        r = join(carol, "team-ids", ("secure",))
+        assert r.error_code == 0
+        asked = (ids["secure"], ids["hidden-cg"], nowhere)
+        commit = oc.OffsetCommitRequest(
+            group_id="team-ids",
+            generation_id_or_member_epoch=r.member_epoch,
+            member_id="team-ids-m",
+            topics=tuple(
+                oc.OffsetCommitRequestTopic(
+                    topic_id=t,
+                    partitions=(oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=3),),
+                )
+                for t in asked
+            ),
+        )
+        done = carol.request(ApiKey.OFFSET_COMMIT, 10, commit)
+        assert {t.topic_id: t.partitions[0].error_code for t in done.topics} == {
+            ids["secure"]: 0,
+            ids["hidden-cg"]: TOPIC_DENIED,
+            nowhere: ErrorCode.UNKNOWN_TOPIC_ID,
+        }
+        # the group's ACL comes first: every topic, the unknown id too, is GROUP_AUTHORIZATION_FAILED
+        mallory, _, _ = scram_login(secure.sasl_plain, "mallory-secret", user="mallory")
+        try:
+            refused = mallory.request(ApiKey.OFFSET_COMMIT, 10, commit)
+        finally:
+            mallory.close()
+        assert {t.topic_id: t.partitions[0].error_code for t in refused.topics} == dict.fromkeys(
+            asked, GROUP_DENIED
+        )
+        group = of.OffsetFetchRequestGroup(
+            group_id="team-ids",
+            member_id="team-ids-m",
+            member_epoch=r.member_epoch,
+            topics=tuple(of.OffsetFetchRequestTopics(topic_id=t, partition_indexes=(0,)) for t in asked),
+        )
+        (g,) = carol.request(ApiKey.OFFSET_FETCH, 10, of.OffsetFetchRequest(groups=(group,))).groups
+        got = {t.topic_id: (t.partitions[0].committed_offset, t.partitions[0].error_code) for t in g.topics}
+        assert got == {
+            ids["secure"]: (3, 0),
+            ids["hidden-cg"]: (-1, TOPIC_DENIED),
+            nowhere: (-1, ErrorCode.UNKNOWN_TOPIC_ID),
+        }
+    finally:
+        admin.close()
+        carol.close()

@@ -145,3 +145,31 @@ def test_java_subscription_pattern_picks_up_a_new_matching_topic(server_factory,
     assert describe(srv, group).group_epoch > epoch
     d.go()
     d.finish()
+
+
+@pytest.mark.groupcoord(
+    virtual_clock=False,
+    group_consumer_assignment_interval_ms=0,
+    group_consumer_min_heartbeat_interval_ms=300,
+    group_consumer_heartbeat_interval_ms=300,
+)
+def test_java_commits_and_fetches_by_topic_id(groupcoord_process, run_java) -> None:  # type: ignore[no-untyped-def]
+    """kafka-clients 4.3 sends the newest versions we advertise: OffsetCommit v10 and OffsetFetch v10, topics
+    by id (server/apis/topic_ids.py), answered without error."""
+    srv = groupcoord_process
+    srv.record()
+    topic, group = unique("java-cg-ids"), unique("java-cg-ids-g")
+    d = run_java("GroupDriver", "scale", srv.bootstrap, topic, group)
+    phase = d.phase("one")
+    assert phase["records"] == 30
+    # the member commits after each poll; the phase may be reported before its commit is answered
+    wait_for_sync(lambda: bool(srv.recorded("OffsetCommit", group)), 60, "a commit from the Java member")
+    commits = srv.recorded("OffsetCommit", group)
+    assert commits and {r["version"] for r in commits} == {10}, [r["version"] for r in commits]
+    answered = [p for r in commits for t in r["response"]["topics"] for p in t["partitions"]]
+    assert answered and {p["error_code"] for p in answered} == {0}
+    assert all(t["name"] == "" and t["topic_id"] for r in commits for t in r["request"]["topics"])
+    fetches = srv.recorded("OffsetFetch", group)
+    assert fetches and {r["version"] for r in fetches} == {10}
+    assert {g["error_code"] for r in fetches for g in r["response"]["groups"]} == {0}
+    d.kill()

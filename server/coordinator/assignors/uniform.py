@@ -12,6 +12,7 @@ while their loads differ by more than one. Loads differ by at most one whenever 
 
 from __future__ import annotations
 
+import heapq
 import uuid
 
 from groupcoord.server.coordinator.assignors.api import (
@@ -116,11 +117,16 @@ def _heterogeneous(members: list[MemberSpec], group: GroupSpec) -> Result:
         topics, key=lambda t: (-counts[t] / len(subscribers[t]), len(subscribers[t]), str(t))
     )
     for t in by_pressure:
+        # the least-loaded subscriber, (load, index) order, from a heap: only this loop changes these loads
+        # while the topic is filled, so each pick equals `least(subscribers[t])` at O(log n), not O(n)
+        heap = [(load[mid], index[mid], mid) for mid in subscribers[t]]
+        heapq.heapify(heap)
         for p in range(counts[t]):
             if (t, p) not in owner:
-                mid = least(subscribers[t])
+                _, i, mid = heapq.heappop(heap)
                 owner[(t, p)] = mid
                 load[mid] += 1
+                heapq.heappush(heap, (load[mid], i, mid))
     # bounded balancing: move a partition of a shared topic from the most to the least loaded subscriber
     for _ in range(sum(counts.values()) * max(1, len(members))):
         moved = False
@@ -129,7 +135,8 @@ def _heterogeneous(members: list[MemberSpec], group: GroupSpec) -> Result:
             if len(subs) < 2:
                 continue
             lo = least(subs)
-            holders = [mid for mid in subs if any(owner.get((t, p)) == mid for p in range(counts[t]))]
+            holding = {owner[(t, p)] for p in range(counts[t]) if (t, p) in owner}
+            holders = [mid for mid in subs if mid in holding]
             if not holders:
                 continue
             hi = max(holders, key=lambda mid: (load[mid], -index[mid]))
