@@ -129,6 +129,8 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
             if topics.is_internal(topic) and topics.has_partition(topic, p.partition):
                 # __consumer_offsets has no log here (docs/differences.md): an empty partition
                 r = EMPTY_PARTITION if p.fetch_offset == 0 else OUT_OF_RANGE
+            elif fenced := leader_epoch_error(ctx, topic, p.partition, p.current_leader_epoch):
+                r = ReadResult(fenced, b"", -1, -1, -1)
             else:
                 r = logs.read(
                     topic,
@@ -194,6 +196,8 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
                 t.name, p.partition_index
             ):
                 r = OffsetResult(ErrorCode.NONE, 0, -1)  # an empty log: every offset query answers 0
+            elif fenced := leader_epoch_error(ctx, t.name, p.partition_index, p.current_leader_epoch):
+                r = OffsetResult(fenced, -1, -1)
             else:
                 committed = ctx.version >= 2 and req.isolation_level == 1
                 r = await logs.list_offsets(t.name, p.partition_index, p.timestamp, read_committed=committed)
@@ -216,6 +220,26 @@ def _epoch(ctx: RequestContext, topic: str, partition: int) -> int:
     """The partition's leader epoch here (0 on a single node; the lease epoch in cluster mode)."""
     plog = ctx.services.logs.partition(topic, partition)
     return plog.leader_epoch if plog is not None else 0
+
+
+def leader_epoch_error(ctx: RequestContext, topic: str, partition: int, requested: int) -> ErrorCode:
+    """Kafka's `Partition.checkCurrentLeaderEpoch` for Fetch (v9+), ListOffsets (v4+) and
+    OffsetForLeaderEpoch (v2+) in cluster mode, on the partition's leader: a CurrentLeaderEpoch below the
+    lease epoch is a client that missed a failover (FENCED_LEADER_EPOCH: it refreshes its metadata), one above
+    it a client that heard of a newer leader before this node did (UNKNOWN_LEADER_EPOCH: it retries); -1
+    skips the check. A node that does not lead the partition answers NOT_LEADER_OR_FOLLOWER elsewhere, as a
+    Kafka broker that is no replica of it. A single node keeps leader epoch 0 and checks nothing
+    (docs/differences.md)."""
+    if requested < 0 or ctx.services.routing is None:
+        return ErrorCode.NONE
+    plog = ctx.services.logs.partition(topic, partition)
+    if plog is None:
+        return ErrorCode.NONE
+    if requested < plog.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if requested > plog.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
 
 
 def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
@@ -269,6 +293,8 @@ def offset_for_leader_epoch(
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 )
                 parts.append(ol.EpochEndOffset(error_code=code, partition=p.partition))
+            elif fenced := leader_epoch_error(ctx, t.topic, p.partition, p.current_leader_epoch):
+                parts.append(ol.EpochEndOffset(error_code=fenced, partition=p.partition))
             else:
                 epoch, end = logs.epoch_end_offset(t.topic, p.partition, p.leader_epoch)
                 parts.append(
