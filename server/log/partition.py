@@ -256,9 +256,12 @@ class PartitionLog:
 
     def restore(self, stored: bytes) -> None:
         """Append one batch exactly as stored elsewhere (cluster mode's PostgreSQL copy): at its own base
-        offset, which must be the log end (or anywhere at or past it in an empty log), epoch kept as is."""
+        offset, which must be the log end (or anywhere at or past it in an empty log, or past it after a
+        compaction's gap when `gaps`), epoch kept as is."""
         h = parse_header(stored)
-        if h.base_offset != self.next_offset:
+        if h.base_offset > self.next_offset and self.gaps and self.next_offset > self.log_start_offset:
+            pass  # a compacted log's offset gap (an emptied batch was removed), after the first stored batch
+        elif h.base_offset != self.next_offset:
             if self.next_offset != self.log_start_offset or h.base_offset < self.next_offset:
                 raise LogError(
                     ErrorCode.CORRUPT_MESSAGE,
