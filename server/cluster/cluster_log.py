@@ -25,8 +25,10 @@ durable copy:
   it at start and at every lease tick; creation inserts the topic and one lease row per partition in one
   transaction (a unique collision key refuses `a.b` next to `a_b` across nodes, as Kafka does).
 * **Producer ids** for idempotent producers come from the `producer_ids` sequence, unique over the cluster.
-* Not yet here: retention by time/size and compaction (records stay until DeleteRecords or topic deletion),
-  transactions (refused in cluster mode), per-node topic configs (docs/cluster.md).
+* **Topic configs** are the registry's `configs` column (`set_topic_configs`; every node adopts them through
+  `on_topics` at each registry read). **Retention and compaction** are `cluster_maintenance.py`'s, stored
+  through `trim` and `replace_cleaned`, both fenced by the partition's lease.
+* Not yet here: transactions (refused in cluster mode; docs/cluster.md).
 """
 
 from __future__ import annotations
