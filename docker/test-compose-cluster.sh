@@ -60,8 +60,8 @@ wait_healthy() {  # $@: services
         i=0
         until [ "$(docker inspect --format '{{.State.Health.Status}}' "$cid" 2>/dev/null)" = healthy ]; do
             i=$((i + 1))
-            if [ $i -gt 120 ]; then
-                echo "$svc did not become healthy in 120 s" >&2
+            if [ $i -gt 300 ]; then
+                echo "$svc did not become healthy in 300 s" >&2
                 return 1
             fi
             sleep 1
