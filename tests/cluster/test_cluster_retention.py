@@ -92,7 +92,7 @@ def _earliest(c: RawClient, topic: str) -> tuple[int, int]:
 async def test_the_leader_deletes_batches_past_retention_ms_and_the_next_leader_starts_there(
     server_factory, pg_url: str
 ) -> None:
-    nodes = start_nodes(server_factory, pg_url, 2, *FAST)
+    nodes = start_nodes(server_factory, pg_url, 3, *FAST)
     admin = AdminClient({"bootstrap.servers": nodes[1].bootstrap, "log_level": 0})
     _wait(admin.create_topics([NewTopic("aged", 1, 1, config={"retention.ms": "600000"})]))
     leader, _ = (await wait_partitions_spread(pg_url, "aged", 1, list(nodes)))[0]
@@ -107,8 +107,8 @@ async def test_the_leader_deletes_batches_past_retention_ms_and_the_next_leader_
         c.close()
     assert await stored_batches(pg_url, "aged", 0) == [(6, 7)]  # deleted from PostgreSQL, not only here
     nodes[leader].kill()
-    other = next(n for n in nodes if n != leader)
-    await wait_partitions_spread(pg_url, "aged", 1, [other], timeout=60)
+    survivors = [n for n in nodes if n != leader]
+    other = (await wait_partitions_spread(pg_url, "aged", 1, survivors, timeout=60))[0][0]
     c = RawClient(nodes[other].host, nodes[other].port)
     try:
         wait_for_sync(lambda: _earliest(c, "aged") == (ErrorCode.NONE, 6), 30, "the next leader's log start")
@@ -119,7 +119,7 @@ async def test_the_leader_deletes_batches_past_retention_ms_and_the_next_leader_
 async def test_a_compacted_topic_keeps_the_latest_value_per_key_in_postgresql_across_a_failover(
     server_factory, pg_url: str
 ) -> None:
-    nodes = start_nodes(server_factory, pg_url, 2, *FAST)
+    nodes = start_nodes(server_factory, pg_url, 3, *FAST)
     admin = AdminClient({"bootstrap.servers": nodes[1].bootstrap, "log_level": 0})
     configs = {"cleanup.policy": "compact", "segment.ms": "1", "min.cleanable.dirty.ratio": "0.01"}
     _wait(admin.create_topics([NewTopic("table", 1, 1, config=configs)]))
@@ -140,9 +140,12 @@ async def test_a_compacted_topic_keeps_the_latest_value_per_key_in_postgresql_ac
         assert time.monotonic() < deadline, await stored_batches(pg_url, "table", 0)
         await asyncio.sleep(0.3)
     nodes[leader].kill()
-    other = next(n for n in nodes if n != leader)
-    await wait_partitions_spread(pg_url, "table", 1, [other], timeout=60)
-    consumer = AIOKafkaConsumer(bootstrap_servers=nodes[other].bootstrap, auto_offset_reset="earliest")
+    survivors = [n for n in nodes if n != leader]
+    other = (await wait_partitions_spread(pg_url, "table", 1, survivors, timeout=60))[0][0]
+    bootstrap = nodes[
+        next(n for n in survivors if n != other)
+    ].bootstrap  # the survivor that is not its leader
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     await consumer.start()
     try:
         tp = TopicPartition("table", 0)
