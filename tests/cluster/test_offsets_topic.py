@@ -1,7 +1,9 @@
 """Issue 27: `__consumer_offsets` in cluster mode as Kafka shows it. Its partition i is group shard i, so
 every node's Metadata names the shard's lease holder as that partition's leader, with the lease epoch as its
 leader epoch, and the same topic id: the node FindCoordinator names for a group is the leader of the group's
-`__consumer_offsets` partition, whichever node is asked. Before, each node named itself the leader of all."""
+`__consumer_offsets` partition, whichever node is asked, and only that node serves the partition's data
+requests (an empty log; the others answer NOT_LEADER_OR_FOLLOWER). Before, each node named itself the leader
+of all and served them all."""
 
 from __future__ import annotations
 
@@ -11,6 +13,10 @@ import time
 import asyncpg
 import pytest
 
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import fetch as fe
+from groupcoord.protocol.messages import list_offsets as lo
+from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from groupcoord.server.storage.shards import shard_of
@@ -37,6 +43,31 @@ def offsets_topic(c: RawClient) -> tuple[bool, bytes, dict[int, tuple[int, int]]
     return t.is_internal, t.topic_id, {p.partition_index: (p.leader_id, p.leader_epoch) for p in t.partitions}
 
 
+def data_errors(c: RawClient, partition: int) -> tuple[int, int, int]:
+    """Fetch, ListOffsets and OffsetForLeaderEpoch error codes for one `__consumer_offsets` partition."""
+    topic = "__consumer_offsets"
+    fetched = c.request(
+        1, 11,
+        fe.FetchRequest(max_wait_ms=0, min_bytes=1, topics=(fe.FetchTopic(topic=topic, partitions=(
+            fe.FetchPartition(partition=partition, fetch_offset=0, partition_max_bytes=1 << 20),)),)),
+    )  # fmt: skip
+    listed = c.request(
+        2, 5,
+        lo.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=(lo.ListOffsetsTopic(name=topic, partitions=(
+            lo.ListOffsetsPartition(partition_index=partition, timestamp=-1),)),)),
+    )  # fmt: skip
+    epochs = c.request(
+        23, 3,
+        ol.OffsetForLeaderEpochRequest(topics=(ol.OffsetForLeaderTopic(topic=topic, partitions=(
+            ol.OffsetForLeaderPartition(partition=partition, leader_epoch=0),)),)),
+    )  # fmt: skip
+    return (
+        fetched.responses[0].partitions[0].error_code,
+        listed.topics[0].partitions[0].error_code,
+        epochs.topics[0].partitions[0].error_code,
+    )
+
+
 async def test_every_node_names_the_shard_holders_as_the_offsets_topic_leaders(
     server_factory, pg_url: str
 ) -> None:
@@ -61,6 +92,10 @@ async def test_every_node_names_the_shard_holders_as_the_offsets_topic_leaders(
             for co in found.coordinators:
                 assert co.error_code == 0
                 assert co.node_id == leases[shard_of(co.key, SHARDS)][0], (n, co)
+        for p, (leader, _) in leases.items():  # its data requests: served (an empty log) by the leader only
+            for n, c in clients.items():
+                expected = ErrorCode.NONE if n == leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
+                assert data_errors(c, p) == (expected,) * 3, (p, n, leader)
     finally:
         for c in clients.values():
             c.close()
