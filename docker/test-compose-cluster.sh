@@ -9,8 +9,8 @@
 #     offset through each, committed offsets shared;
 #  4. the killed node started again (same volume), phase cluster-check through all three;
 #  5. teardown of this stack (containers, volumes, network, the images this run built).
-# The tests run from this checkout's .venv when it has the clients, else from the clients image on the host's
-# network (built here unless test-compose.sh built it). The engine and base image must exist (test-compose.sh
+# The tests run from this checkout's .venv when it has the clients, else (or with GROUPCOORD_COMPOSE_CLIENTS=image)
+# from the clients image on the host's network (built here unless test-compose.sh built it). The engine and base image must exist (test-compose.sh
 # sees to both; alone, this script starts nothing: it expects a Docker engine that answers).
 # Progress lines start with "==>". Exit status: the first failing step's.
 set -eu
@@ -80,7 +80,8 @@ bootstrap_of() {  # $@: node numbers -> host:port,...
 }
 
 runner=""
-if [ -x .venv/bin/python ] && .venv/bin/python -c "import aiokafka, pytest, pytest_asyncio" 2>/dev/null; then
+if [ "${GROUPCOORD_COMPOSE_CLIENTS:-}" != image ] && [ -x .venv/bin/python ] \
+    && .venv/bin/python -c "import aiokafka, pytest, pytest_asyncio" 2>/dev/null; then
     runner=venv
 elif ! docker image inspect "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" >/dev/null 2>&1; then
     say "building the clients image (tests run from it)"
