@@ -98,6 +98,18 @@ def _contiguous(plog: PartitionLog, old: list[Segment]) -> bool:
     return plog.segments[i : i + len(old)] == old
 
 
+def _drop_below_start(plog: PartitionLog) -> None:
+    """Free the memory segments wholly below the log start offset (never the active one)."""
+    doomed = []
+    for i, seg in enumerate(plog.segments[:-1]):
+        if plog.bases[i + 1] > plog.log_start_offset:
+            break
+        doomed.append(seg)
+    drop_segments(plog, doomed)
+    for seg in doomed:
+        seg.close()
+
+
 class PartitionFenced(Exception):
     """The partition's lease is no longer this node's at the epoch it believed: nothing was written."""
 
@@ -461,6 +473,7 @@ class ClusterLog(LogManager):
                 self._lose(key)
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
             plog.advance_start(start)
+            _drop_below_start(plog)
         return ErrorCode.NONE, plog.log_start_offset
 
     async def trim(self, key: Key, plog: PartitionLog, target: int) -> bool:
@@ -483,14 +496,7 @@ class ClusterLog(LogManager):
                 self._lose(key)
                 return False
             plog.advance_start(start)
-            doomed = []
-            for i, seg in enumerate(plog.segments[:-1]):
-                if plog.bases[i + 1] > plog.log_start_offset:
-                    break
-                doomed.append(seg)
-            drop_segments(plog, doomed)
-            for seg in doomed:
-                seg.close()
+            _drop_below_start(plog)
             return True
 
     async def replace_cleaned(self, key: Key, plog: PartitionLog, stats: CleanStats, end: int) -> bool:
