@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run test test-fast test-compose image-base lint typecheck bench bench-consumer bench-profile bench-report report clean
+.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-profile bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -71,6 +71,10 @@ test-fast: setup
 # engine answers, builds the base image locally, tears everything down after). docker/test-compose.sh.
 test-compose:
 	@sh docker/test-compose.sh
+
+# Only its cluster step: docker-compose.cluster.yml, three nodes and PostgreSQL, a node killed under load.
+test-compose-cluster:
+	@GROUPCOORD_COMPOSE_ONLY=cluster sh docker/test-compose.sh
 
 # The Dockerfile's base image (Debian bookworm + python3.11, via debootstrap), for hosts that cannot pull
 # one: air-gapped, or no registry. Skipped when the tag (GROUPCOORD_BASE_IMAGE) exists.

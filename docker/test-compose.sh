@@ -7,7 +7,10 @@
 #     `coordinator` service, tests that need their own server inside the clients container);
 #  4. the coordinator restarted (`compose restart`), then killed (`compose kill` + `start`), with its state on
 #     the named volume: tests/compose checks it through the Kafka APIs after each;
-#  5. teardown: containers, volumes, network, the images this run built (the base image is kept as a cache
+#  5. cluster mode: docker-compose.cluster.yml (three nodes + PostgreSQL), a node killed under produce load
+#     (docker/test-compose-cluster.sh; GROUPCOORD_COMPOSE_ONLY=cluster, or `make test-compose-cluster`, runs
+#     only this step, after 1 and 2);
+#  6. teardown: containers, volumes, network, the images this run built (the base image is kept as a cache
 #     unless KEEP_BASE_IMAGE=0), and the engine if this script started it (with the iptables rules it added).
 # Progress lines start with "==>". Exit status: the first failing step's.
 set -eu
@@ -85,7 +88,8 @@ teardown() {
         fi
         say "teardown: containers, volumes, network and the images this run built"
         $COMPOSE down --volumes --remove-orphans --rmi local >/dev/null 2>&1
-        docker image rm -f "groupcoord:$GROUPCOORD_IMAGE_TAG" "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" >/dev/null 2>&1
+        docker image rm -f "groupcoord:$GROUPCOORD_IMAGE_TAG" "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" \
+            "groupcoord-postgres:$GROUPCOORD_IMAGE_TAG" >/dev/null 2>&1
         # an interrupted build leaves its step container and dangling layers behind (they carry the image's
         # label; the compose containers are gone by now): let the step end, then remove both
         label="label=org.opencontainers.image.title=groupcoord"
@@ -151,6 +155,11 @@ ensure_engine
 ensure_compose
 say "base image $GROUPCOORD_BASE_IMAGE"
 DOCKER=docker sh "$ROOT/docker/image-base.sh"
+if [ "${GROUPCOORD_COMPOSE_ONLY:-}" = cluster ]; then
+    say "cluster mode only (GROUPCOORD_COMPOSE_ONLY=cluster)"
+    sh "$ROOT/docker/test-compose-cluster.sh"
+    exit 0
+fi
 say "compose build (the server and clients images)"
 $COMPOSE build --quiet 2>/dev/null || $COMPOSE build
 say "compose up --exit-code-from clients: the integration suite against the coordinator service"
@@ -182,4 +191,6 @@ say "host client: the clients image on the host's network (--network host)"
 docker run --rm --network host $(for kv in $host_listener_env; do printf -- '-e %s ' "$kv"; done) \
     "groupcoord-clients:$GROUPCOORD_IMAGE_TAG" \
     python -m pytest -q -rsfE -p no:cacheprovider tests/compose/test_compose_listeners.py
+say "cluster mode: docker-compose.cluster.yml, three nodes and PostgreSQL, a node killed under load"
+sh "$ROOT/docker/test-compose-cluster.sh"
 say "all compose checks passed"

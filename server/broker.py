@@ -37,6 +37,7 @@ from groupcoord.server.apis import (
     txn,
 )
 from groupcoord.server.cluster.cluster_log import ClusterLog
+from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
 from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.cluster.partitions import PartitionLeases
@@ -206,6 +207,7 @@ class Broker:
         self._control: Control | None = None  # made on first use
         #: cluster mode (`--cluster`): this node's leases and the shard routing; None on a single node
         self.cluster: ClusterNode | None = None
+        self.cluster_log_maintenance: ClusterMaintenance | None = None  # retention, compaction in PostgreSQL
         if config.cluster:
             self.dispatcher.route = routing.route
 
@@ -225,6 +227,7 @@ class Broker:
         )
         if cfg.cluster:  # topic data in PostgreSQL, one leader per partition (server/cluster/cluster_log.py)
             self.logs = ClusterLog(cfg.cluster, cfg.node_id)
+            self.cluster_log_maintenance = ClusterMaintenance(self.logs, maintenance)
         else:
             self.logs = LogManager(
                 None if memory else cfg.data_dir,
@@ -243,6 +246,8 @@ class Broker:
         self.configs.load_topics(
             {name: (str(info.topic_id), dict(info.configs)) for name, info in self.logs.topics().items()}
         )
+        if isinstance(self.logs, ClusterLog):  # topic overrides shared through the registry in PostgreSQL
+            self._share_topic_configs(self.logs, self.configs)
         self.topics.on_created = self._topic_created
         for name, partitions in cfg.topics:
             if self.topics.get(name) is None:
@@ -338,6 +343,17 @@ class Broker:
             self._control = Control(self)
         return self._control
 
+    @staticmethod
+    def _share_topic_configs(logs: ClusterLog, configs: ConfigManager) -> None:
+        """Cluster mode: topic overrides are written to the shared registry and every node adopts the
+        registry's at each read of it (every lease tick), so DescribeConfigs and the retention and compaction
+        settings are the same on every node; this node's configs.json keeps only broker configs."""
+        configs.topic_writer = logs.set_topic_configs
+        logs.on_topics = lambda topics: configs.adopt_topics(
+            {name: (str(info.topic_id), dict(info.configs)) for name, info in topics.items()}
+        )
+        logs.on_topics(logs.topics())
+
     def _apply_log_config(self, topic: str, config: LogConfig) -> None:
         """Hand a topic's effective settings to the log engine (`LogManager.set_log_config`, the log room's side
         of the contract in server/log/config.py)."""
@@ -421,6 +437,8 @@ class Broker:
         )
         self.store.fence = self.cluster
         await self.cluster.start()
+        if self.cluster_log_maintenance is not None:
+            self.cluster_log_maintenance.start()
         self.loading = False
         self._schedule_cleanup()
 
@@ -524,6 +542,8 @@ class Broker:
         if self.loaded is not None and not self.loaded.done():
             with contextlib.suppress(Exception):
                 await self.loaded
+        if self.cluster_log_maintenance is not None:
+            await self.cluster_log_maintenance.stop()
         if self.cluster is not None:
             await self.cluster.stop()  # planned handover: leases released before the store closes
         if self._cleanup is not None:

@@ -107,6 +107,10 @@ class ShardRouting(Protocol):
         """The topic partition's live leader and leader epoch; None while no live node leads it."""
         ...
 
+    def shard_leader(self, shard: int) -> tuple[NodeAddress, int] | None:
+        """`__consumer_offsets` partition `shard`'s leader: the shard's lease holder and epoch, or None."""
+        ...
+
 
 @runtime_checkable
 class TxnServices(Protocol):

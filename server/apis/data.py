@@ -127,8 +127,12 @@ async def _fetch(ctx: RequestContext, req: fe.FetchRequest) -> fe.FetchResponse:
         for topic, p in wanted:
             limit = min(p.partition_max_bytes, budget)
             if topics.is_internal(topic) and topics.has_partition(topic, p.partition):
-                # __consumer_offsets has no log here (docs/differences.md): an empty partition
+                # __consumer_offsets has no log here (docs/differences.md): an empty partition, at its leader
                 r = EMPTY_PARTITION if p.fetch_offset == 0 else OUT_OF_RANGE
+                if offsets_led_elsewhere(ctx, p.partition):
+                    r = ReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, b"", -1, -1, -1)
+            elif fenced := leader_epoch_error(ctx, topic, p.partition, p.current_leader_epoch):
+                r = ReadResult(fenced, b"", -1, -1, -1)
             else:
                 r = logs.read(
                     topic,
@@ -194,6 +198,10 @@ async def _list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> lo.L
                 t.name, p.partition_index
             ):
                 r = OffsetResult(ErrorCode.NONE, 0, -1)  # an empty log: every offset query answers 0
+                if offsets_led_elsewhere(ctx, p.partition_index):
+                    r = OffsetResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
+            elif fenced := leader_epoch_error(ctx, t.name, p.partition_index, p.current_leader_epoch):
+                r = OffsetResult(fenced, -1, -1)
             else:
                 committed = ctx.version >= 2 and req.isolation_level == 1
                 r = await logs.list_offsets(t.name, p.partition_index, p.timestamp, read_committed=committed)
@@ -216,6 +224,37 @@ def _epoch(ctx: RequestContext, topic: str, partition: int) -> int:
     """The partition's leader epoch here (0 on a single node; the lease epoch in cluster mode)."""
     plog = ctx.services.logs.partition(topic, partition)
     return plog.leader_epoch if plog is not None else 0
+
+
+def offsets_led_elsewhere(ctx: RequestContext, partition: int) -> bool:
+    """Cluster mode: `__consumer_offsets` partition `partition` is group shard `partition`, led by the shard's
+    holder (as Metadata names it); another node answers its data requests NOT_LEADER_OR_FOLLOWER, as a Kafka
+    broker that is no replica of it."""
+    routing = ctx.services.routing
+    if routing is None:
+        return False
+    leader = routing.shard_leader(partition)
+    return leader is None or leader[0].node_id != ctx.services.config.node_id
+
+
+def leader_epoch_error(ctx: RequestContext, topic: str, partition: int, requested: int) -> ErrorCode:
+    """Kafka's `Partition.checkCurrentLeaderEpoch` for Fetch (v9+), ListOffsets (v4+) and
+    OffsetForLeaderEpoch (v2+) in cluster mode, on the partition's leader: a CurrentLeaderEpoch below the
+    lease epoch is a client that missed a failover (FENCED_LEADER_EPOCH: it refreshes its metadata), one above
+    it a client that heard of a newer leader before this node did (UNKNOWN_LEADER_EPOCH: it retries); -1
+    skips the check. A node that does not lead the partition answers NOT_LEADER_OR_FOLLOWER elsewhere, as a
+    Kafka broker that is no replica of it. A single node keeps leader epoch 0 and checks nothing
+    (docs/differences.md)."""
+    if requested < 0 or ctx.services.routing is None:
+        return ErrorCode.NONE
+    plog = ctx.services.logs.partition(topic, partition)
+    if plog is None:
+        return ErrorCode.NONE
+    if requested < plog.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if requested > plog.leader_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
 
 
 def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
@@ -259,9 +298,14 @@ def offset_for_leader_epoch(
             if ctx.services.topics.is_internal(t.topic) and ctx.services.topics.has_partition(
                 t.topic, p.partition
             ):
-                parts.append(
-                    ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=0)
-                )
+                if offsets_led_elsewhere(ctx, p.partition):
+                    parts.append(
+                        ol.EpochEndOffset(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, partition=p.partition)
+                    )
+                else:
+                    parts.append(
+                        ol.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=0, end_offset=0)
+                    )
             elif plog is None:  # known but not here: cluster mode's partition led by another node
                 code = (
                     ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -269,6 +313,8 @@ def offset_for_leader_epoch(
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 )
                 parts.append(ol.EpochEndOffset(error_code=code, partition=p.partition))
+            elif fenced := leader_epoch_error(ctx, t.topic, p.partition, p.current_leader_epoch):
+                parts.append(ol.EpochEndOffset(error_code=fenced, partition=p.partition))
             else:
                 epoch, end = logs.epoch_end_offset(t.topic, p.partition, p.leader_epoch)
                 parts.append(

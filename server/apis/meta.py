@@ -97,6 +97,10 @@ def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
     routing = ctx.services.routing
     if routing is not None and not topics.is_internal(name):  # cluster mode: each partition's lease holder
         parts = tuple(_led_partition(routing.partition_leader(name, p), p) for p in range(info.partitions))
+    elif (
+        routing is not None
+    ):  # __consumer_offsets: partition i is shard i, led by the coordinator of its groups
+        parts = tuple(_led_partition(routing.shard_leader(p), p) for p in range(info.partitions))
     else:
         parts = tuple(
             MetadataResponsePartition(

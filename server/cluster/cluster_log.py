@@ -25,13 +25,16 @@ durable copy:
   it at start and at every lease tick; creation inserts the topic and one lease row per partition in one
   transaction (a unique collision key refuses `a.b` next to `a_b` across nodes, as Kafka does).
 * **Producer ids** for idempotent producers come from the `producer_ids` sequence, unique over the cluster.
-* Not yet here: retention by time/size and compaction (records stay until DeleteRecords or topic deletion),
-  transactions (refused in cluster mode), per-node topic configs (docs/cluster.md).
+* **Topic configs** are the registry's `configs` column (`set_topic_configs`; every node adopts them through
+  `on_topics` at each registry read). **Retention and compaction** are `cluster_maintenance.py`'s, stored
+  through `trim` and `replace_cleaned`, both fenced by the partition's lease.
+* Not yet here: transactions (refused in cluster mode; docs/cluster.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import uuid
@@ -40,10 +43,13 @@ from collections.abc import Callable
 import asyncpg
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.log.cleaner import CleanStats, discard, swap_in
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.maintenance import MaintenanceConfig
 from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult
 from groupcoord.server.log.partition import PartitionLog
+from groupcoord.server.log.retention import drop_segments
+from groupcoord.server.log.segment import Segment
 from groupcoord.server.log.topics import TopicInfo, collision_key, new_topic_id
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.postgres import redact
@@ -76,6 +82,34 @@ SELECT log_start_offset FROM fence
 """
 
 
+_FENCE = """
+SELECT true FROM partition_lease
+WHERE topic = $1 AND partition = $2 AND owner = $3 AND epoch = $4 AND expires_at > now()
+FOR SHARE
+"""
+
+
+def _contiguous(plog: PartitionLog, old: list[Segment]) -> bool:
+    """`old` still lies in `plog` as one run of segments (nothing trimmed or swapped since the clean began)."""
+    try:
+        i = plog.segments.index(old[0])
+    except ValueError:
+        return False
+    return plog.segments[i : i + len(old)] == old
+
+
+def _drop_below_start(plog: PartitionLog) -> None:
+    """Free the memory segments wholly below the log start offset (never the active one)."""
+    doomed = []
+    for i, seg in enumerate(plog.segments[:-1]):
+        if plog.bases[i + 1] > plog.log_start_offset:
+            break
+        doomed.append(seg)
+    drop_segments(plog, doomed)
+    for seg in doomed:
+        seg.close()
+
+
 class PartitionFenced(Exception):
     """The partition's lease is no longer this node's at the epoch it believed: nothing was written."""
 
@@ -97,6 +131,9 @@ class ClusterLog(LogManager):
         self._ends: dict[Key, tuple[int, int]] = {}
         #: told when a write finds the lease gone (or in doubt): the lease side stops holding the partition
         self.on_lost: Callable[[Key], None] = lambda key: None
+        #: told the registry (name -> TopicInfo, configs included) after every read of it: the broker hands
+        #: each topic's shared overrides to its ConfigManager, so every node applies the same configs
+        self.on_topics: Callable[[dict[str, TopicInfo]], None] = lambda topics: None
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -129,6 +166,10 @@ class ClusterLog(LogManager):
             pool, self._pool = self._pool, None
             await pool.close()
 
+    def led(self) -> list[tuple[Key, PartitionLog]]:
+        """The partitions this node leads and has loaded, with their memory copies (retention, compaction)."""
+        return list(self._logs.items())
+
     # -- registry
 
     async def refresh_topics(self, conn: asyncpg.Connection) -> None:
@@ -147,6 +188,27 @@ class ClusterLog(LogManager):
         self._by_id = {t.topic_id: t for t in topics.values()}
         for key in [k for k in self._logs if k[0] not in topics or k[1] >= topics[k[0]].partitions]:
             self.drop_partition(key)
+        self.on_topics(topics)
+
+    async def set_topic_configs(self, name: str, topic_id: str, overrides: dict[str, str]) -> None:
+        """A topic's overrides (CreateTopics configs, IncrementalAlterConfigs, AlterConfigs) into the shared
+        registry, for the topic id they were set for; every node adopts them at its next registry read.
+        OSError on failure: the config handlers answer it as a failed write."""
+        try:
+            async with self.pool.acquire() as conn:
+                await conn.execute(
+                    "UPDATE topics SET configs = $3 WHERE name = $1 AND topic_id = $2",
+                    name,
+                    uuid.UUID(topic_id),
+                    json.dumps(sorted([k, v] for k, v in overrides.items())),
+                )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, LogError) as e:
+            raise OSError(errno.EIO, f"the cluster's topic registry: {e}") from e
+        info = self._topics.get(name)
+        if info is not None and str(info.topic_id) == topic_id:
+            new_info = TopicInfo(name, info.topic_id, info.partitions, tuple(sorted(overrides.items())))
+            self._topics = {**self._topics, name: new_info}
+            self._by_id[info.topic_id] = new_info
 
     async def create_topic(
         self, name: str, partitions: int, configs: tuple[tuple[str, str], ...] = ()
@@ -257,6 +319,9 @@ class ClusterLog(LogManager):
                 partition,
             )
         plog = PartitionLog.open(topic, partition, None, **self._log_options)
+        plog.gaps = (
+            True  # compaction (cluster_maintenance.py) may have left offset gaps between stored batches
+        )
         config = self._configs.get(topic)
         if config is not None:
             plog.apply_config(config)
@@ -408,7 +473,77 @@ class ClusterLog(LogManager):
                 self._lose(key)
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
             plog.advance_start(start)
+            _drop_below_start(plog)
         return ErrorCode.NONE, plog.log_start_offset
+
+    async def trim(self, key: Key, plog: PartitionLog, target: int) -> bool:
+        """Retention: move the log start up to `target` durably (the lease row, fenced) and delete the stored
+        batches wholly below it, then here; memory segments wholly below it are dropped. False: not led here
+        any more (nothing changed), or PostgreSQL failed (logged; the next pass retries)."""
+        topic, partition = key
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if self._logs.get(key) is not plog or target <= plog.log_start_offset:
+                return False
+            try:
+                async with self.pool.acquire() as conn:
+                    start = await conn.fetchval(
+                        _DELETE_RECORDS, topic, partition, self.node_id, self.epochs[key], target
+                    )
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, KeyError) as e:
+                log.error("%s-%d: retention failed: %r", topic, partition, e)
+                return False
+            if start is None:
+                self._lose(key)
+                return False
+            plog.advance_start(start)
+            _drop_below_start(plog)
+            return True
+
+    async def replace_cleaned(self, key: Key, plog: PartitionLog, stats: CleanStats, end: int) -> bool:
+        """Compaction: in one fenced transaction, the stored batches of the cleaned range are replaced by the
+        cleaned ones (same offsets, superseded records gone, emptied batches gone); then the memory log swaps
+        the cleaned segments in. False (nothing changed, the cleaned copies discarded): the segments changed
+        meanwhile, the lease is gone, or PostgreSQL failed."""
+        topic, partition = key
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if (
+                self._logs.get(key) is not plog
+                or not stats.groups
+                or any(not _contiguous(plog, g.old) for g in stats.groups)
+            ):
+                for g in stats.groups:
+                    discard(g)
+                return False
+            lo = stats.groups[0].old[0].base_offset
+            rows = [
+                (topic, partition, h.base_offset, h.last_offset, g.data.pread(h.size, h.position))
+                for g in stats.groups
+                for h in g.headers
+            ]
+            try:
+                async with self.pool.acquire() as conn, conn.transaction():
+                    held = await conn.fetchval(_FENCE, topic, partition, self.node_id, self.epochs[key])
+                    if held:
+                        await conn.execute(
+                            "DELETE FROM record_batches WHERE topic = $1 AND partition = $2"
+                            " AND base_offset >= $3 AND base_offset < $4",
+                            topic, partition, lo, end,
+                        )  # fmt: skip
+                        await conn.executemany(
+                            "INSERT INTO record_batches (topic, partition, base_offset, last_offset, batch)"
+                            " VALUES ($1, $2, $3, $4, $5)",
+                            rows,
+                        )
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, KeyError) as e:
+                log.error("%s-%d: storing the compacted batches failed: %r", topic, partition, e)
+                held = False
+            if not held:
+                for g in stats.groups:
+                    discard(g)
+                return False
+            for seg in swap_in(plog, stats, end):
+                seg.close()
+            return True
 
     async def write_marker(
         self,

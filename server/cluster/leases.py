@@ -141,3 +141,13 @@ async def owners(conn: asyncpg.Connection) -> dict[int, NodeInfo]:
         " WHERE l.expires_at > now()"
     )
     return {r[0]: NodeInfo(r[1], r[2], r[3]) for r in rows}
+
+
+async def shard_holders(conn: asyncpg.Connection) -> dict[int, tuple[NodeInfo, int]]:
+    """shard -> (the node holding an unexpired lease on it, the lease epoch): `owners` plus the epoch that
+    Metadata names as the leader epoch of the matching `__consumer_offsets` partition."""
+    rows = await conn.fetch(
+        "SELECT l.shard, n.node_id, n.host, n.port, l.epoch FROM shard_lease l"
+        " JOIN nodes n ON n.node_id = l.owner WHERE l.expires_at > now()"
+    )
+    return {r[0]: (NodeInfo(r[1], r[2], r[3]), r[4]) for r in rows}

@@ -78,6 +78,7 @@ class ClusterNode:
         self.held: dict[int, int] = {}  # shard -> epoch, serving or loading
         self.loading: set[int] = set()
         self._owners: dict[int, NodeInfo] = {}
+        self._leased: dict[int, tuple[NodeInfo, int]] = {}  # shard -> (holder, lease epoch), every tick
         self._live: list[NodeInfo] = [node]
         self._valid_until = 0.0  # loop.time() until which the held leases are trusted
         self._task: asyncio.Task[None] | None = None
@@ -110,6 +111,14 @@ class ClusterNode:
             return self.node
         owner = self._owners.get(shard)
         return None if owner is None or owner.node_id == self.node_id else owner
+
+    def shard_leader(self, shard: int) -> tuple[NodeInfo, int] | None:
+        """The leader and leader epoch Metadata names for `__consumer_offsets` partition `shard` (the shard's
+        lease holder and lease epoch, as FindCoordinator names the holder); None while nobody holds it."""
+        if shard in self.held and self._valid():
+            return self.node, self.held[shard]
+        got = self._leased.get(shard)
+        return None if got is None or got[0].node_id == self.node_id else got
 
     def live_nodes(self) -> list[NodeInfo]:
         return list(self._live)
@@ -182,7 +191,8 @@ class ClusterNode:
                 self._drop(set(extra))
                 await self.runtime.quiesce()
                 await leases.release(conn, self.node_id, extra)
-            self._owners = await leases.owners(conn)
+            self._leased = await leases.shard_holders(conn)
+            self._owners = {s: n for s, (n, _) in self._leased.items()}
             if self.partitions is not None:
                 await self.partitions.tick(conn, started, len(self._live))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from groupcoord.protocol.errors import ErrorCode
@@ -157,6 +157,9 @@ class ConfigManager:
         #: told (group id, its group configs) after a change of a group's configs is durable (the broker
         #: hands them to the group coordinator and the share partitions)
         self.on_group_changed: Callable[[str, Mapping[str, str]], None] | None = None
+        #: cluster mode: topic overrides live in the shared topic registry (PostgreSQL); `set_topic` writes
+        #: them there (OSError on failure) instead of this node's configs.json, and `adopt_topics` takes them
+        self.topic_writer: Callable[[str, str, dict[str, str]], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -204,8 +207,25 @@ class ConfigManager:
 
     # ------------------------------------------------------------------ changes
 
+    def adopt_topics(self, topics: Mapping[str, tuple[str, Mapping[str, str]]]) -> None:
+        """Cluster mode: the shared registry's overrides (name -> (topic id, overrides)) replace this node's;
+        topics whose overrides changed get their LogConfig again."""
+        new = {name: (tid, dict(cfg)) for name, (tid, cfg) in topics.items() if cfg}
+        changed = [n for n in topics if new.get(n) != self.state.topics.get(n)]
+        self.state.topics = new
+        for name in changed:
+            self._apply(name, self.log_config(name, topics[name][0]))
+
     async def set_topic(self, name: str, topic_id: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's overrides (already validated): write, then apply."""
+        if self.topic_writer is not None:
+            await self.topic_writer(name, topic_id, dict(overrides))
+            if overrides:
+                self.state.topics[name] = (topic_id, dict(overrides))
+            else:
+                self.state.topics.pop(name, None)
+            self._apply(name, self.log_config(name, topic_id))
+            return
         if overrides or name in self.state.topics:  # a topic without overrides needs no entry
             before = dataclasses.replace(self.state, topics=dict(self.state.topics))
             self.state.topics[name] = (topic_id, dict(overrides))

@@ -32,8 +32,6 @@ from groupcoord.server.log.batch import (
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     BatchHeader,
-    check_batch,
-    crc_ok,
     first_record_at_or_after,
     parse_header,
     peek_length,
@@ -46,6 +44,12 @@ from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.logstate import read_log_state, recover_swaps, write_log_state
 from groupcoord.server.log.producer_state import ProducerStateManager
 from groupcoord.server.log.records import check_keys
+from groupcoord.server.log.recovery import (
+    PRODUCER_SNAPSHOT,
+    recover_producers,
+    recover_segments,
+    valid_batch,
+)
 from groupcoord.server.log.segment import DiskFile, MemoryFile, Segment, segment_name, wall_ms
 from groupcoord.server.log.txn_state import (
     PartitionTxnState,
@@ -61,8 +65,6 @@ _LAST_DELTA = struct.Struct(">i")
 DEFAULT_SEGMENT_BYTES = 256 * 1024 * 1024
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 DEFAULT_MAX_BATCH_BYTES = 1048588  # Kafka's message.max.bytes
-PRODUCER_SNAPSHOT = "producer_state.json"
-RECOVERY_SCAN_SEGMENTS = 2
 
 
 class PartitionLog:
@@ -130,9 +132,9 @@ class PartitionLog:
         if not bases:
             p._add_segment(0)
         else:
-            p._recover(bases)
+            recover_segments(p, bases)
         p.durable_offset = p.next_offset
-        p._recover_producers()
+        recover_producers(p)
         p.start_offset = min(max(p.start_offset, p.bases[0]), p.next_offset)
         return p
 
@@ -153,131 +155,10 @@ class PartitionLog:
         self.next_offset = base
         return seg
 
-    def _recover(self, bases: list[int]) -> None:
-        assert self.directory is not None
-        first_scanned = max(0, len(bases) - RECOVERY_SCAN_SEGMENTS)
-        for i, base in enumerate(bases):
-            name = segment_name(base)
-            seg = Segment(
-                base,
-                DiskFile(self.directory / f"{name}.log"),
-                self.directory / f"{name}.index",
-                self.index_interval_bytes,
-            )
-            self.segments.append(seg)
-            self.bases.append(base)
-            if self.corrupt_offset is not None and i < first_scanned:
-                continue  # already offline beyond an earlier point; just open the files
-            if i >= first_scanned or not seg.load_index():
-                self._scan_segment(seg, is_last=i == len(bases) - 1)
-            if i + 1 < len(bases):
-                seg.next_offset = bases[i + 1]
-        self.next_offset = self.segments[-1].next_offset
+    def marker_type(self, h: BatchHeader) -> int:
+        return self.read_control(h, control_type)
 
-    def _scan_segment(self, seg: Segment, *, is_last: bool) -> None:
-        """Validate every batch of `seg`, rebuild its index, and truncate or flag what does not validate."""
-        headers: list[BatchHeader] = []
-        bad_pos: int | None = None
-        after: list[BatchHeader] = []
-        with seg.data.mapped() as buf:
-            size = len(buf)
-            pos = 0
-            expected = seg.base_offset
-            while pos < size:
-                try:
-                    h = check_batch(buf, pos)
-                except LogError as e:
-                    bad_pos, reason = pos, e.message
-                    break
-                if h.base_offset < expected or (h.base_offset != expected and not self.gaps):
-                    bad_pos, reason = pos, f"base offset {h.base_offset}, expected {expected}"
-                    break
-                headers.append(h)
-                pos += h.size
-                expected = h.next_offset
-            if bad_pos is not None:
-                resume = _resume_position(buf, bad_pos)
-                if resume is not None:  # valid data follows: walk it to learn where the log really ends
-                    pos = resume
-                    while pos < size:
-                        try:
-                            h = check_batch(buf, pos)
-                        except LogError:
-                            break
-                        after.append(h)
-                        pos += h.size
-        seg.rebuild_index(headers)
-        seg.next_offset = headers[-1].next_offset if headers else seg.base_offset
-        seg.max_timestamp = max((h.max_timestamp for h in headers), default=-1)
-        if bad_pos is None:
-            return
-        if is_last and not after:
-            log.warning(
-                "%s-%d: truncating torn tail of segment %d at byte %d (%d bytes dropped): %s",
-                self.topic,
-                self.partition,
-                seg.base_offset,
-                bad_pos,
-                seg.size - bad_pos,
-                reason,
-            )
-            seg.truncate(bad_pos)
-            return
-        if self.corrupt_offset is None:
-            self.corrupt_offset = seg.next_offset
-            log.error(
-                "%s-%d: corrupt batch in segment %d at byte %d (offset %d): %s. Data from offset %d on is "
-                "not served and the partition refuses appends; inspect/repair %s",
-                self.topic,
-                self.partition,
-                seg.base_offset,
-                bad_pos,
-                seg.next_offset,
-                reason,
-                seg.next_offset,
-                self.directory,
-            )
-        if after:
-            seg.next_offset = after[-1].next_offset
-
-    def _recover_producers(self) -> None:
-        """Producer state = snapshot (if it matches this log) + replay of the batch headers after it.
-
-        Without a usable snapshot only the scanned tail segments are replayed: producers last seen before
-        them become unknown, which Kafka also tolerates (any sequence is accepted from an unknown producer).
-        """
-        start = self.bases[max(0, len(self.bases) - RECOVERY_SCAN_SEGMENTS)]
-        txn_start = self.log_start_offset  # without a snapshot the transaction state replays the whole log
-        if self.directory is not None:
-            path = self.directory / PRODUCER_SNAPSHOT
-            try:
-                snap = json.loads(path.read_text())
-                if self.log_start_offset <= snap["offset"] <= self.next_offset:
-                    self.producers = ProducerStateManager.from_snapshot(snap)
-                    start = snap["offset"]
-                    if "txn" in snap:
-                        self.txns = PartitionTxnState.from_snapshot(snap["txn"])
-                        txn_start = start
-                else:  # the log was truncated below it: delete it, or it could match a longer log later
-                    log.warning(
-                        "%s-%d: dropping producer snapshot beyond the log end", self.topic, self.partition
-                    )
-                    path.unlink()
-            except FileNotFoundError:
-                pass
-            except (ValueError, KeyError, TypeError) as e:
-                log.warning("%s-%d: ignoring unreadable producer snapshot: %s", self.topic, self.partition, e)
-                path.unlink()
-        for h in self.iter_headers(min(start, txn_start)):
-            if h.last_offset >= start:
-                self.producers.update(h, h.base_offset, self._read_control(h, control_coordinator_epoch))
-            if h.last_offset >= txn_start and h.is_transactional:
-                self.txns.on_batch(h, self._marker_type(h) if h.is_control else -1)
-
-    def _marker_type(self, h: BatchHeader) -> int:
-        return self._read_control(h, control_type)
-
-    def _read_control(self, h: BatchHeader, field: Callable[[bytes], int]) -> int:
+    def read_control(self, h: BatchHeader, field: Callable[[bytes], int]) -> int:
         """A field of a stored control batch's marker (type, coordinator epoch); -1 for other batches."""
         if not h.is_control:
             return -1
@@ -375,9 +256,12 @@ class PartitionLog:
 
     def restore(self, stored: bytes) -> None:
         """Append one batch exactly as stored elsewhere (cluster mode's PostgreSQL copy): at its own base
-        offset, which must be the log end (or anywhere at or past it in an empty log), epoch kept as is."""
+        offset, which must be the log end (or anywhere at or past it in an empty log, or past it after a
+        compaction's gap when `gaps`), epoch kept as is."""
         h = parse_header(stored)
-        if h.base_offset != self.next_offset:
+        if h.base_offset > self.next_offset and self.gaps and self.next_offset > self.log_start_offset:
+            pass  # a compacted log's offset gap (an emptied batch was removed), after the first stored batch
+        elif h.base_offset != self.next_offset:
             if self.next_offset != self.log_start_offset or h.base_offset < self.next_offset:
                 raise LogError(
                     ErrorCode.CORRUPT_MESSAGE,
@@ -512,7 +396,7 @@ class PartitionLog:
             if end + size > n:
                 break
             if self.verify_on_read and (
-                not _valid_batch(data, end, length)
+                not valid_batch(data, end, length)
                 or (expected >= 0 and (base < expected or (base != expected and not self.gaps)))
             ):
                 self._mark_corrupt(seg, pos + end, "corrupt batch (CRC or offset) on read", expected)
@@ -524,7 +408,7 @@ class PartitionLog:
             if h is None or h.base_offset >= limit:
                 return b""
             data = seg.data.pread(h.size, pos)
-            if self.verify_on_read and not _valid_batch(data, 0, h.batch_length):
+            if self.verify_on_read and not valid_batch(data, 0, h.batch_length):
                 self._mark_corrupt(seg, pos, "CRC mismatch on read")
                 return b""
             return data
@@ -614,24 +498,3 @@ class PartitionLog:
     def close(self) -> None:
         for seg in self.segments:
             seg.close()
-
-
-def _valid_batch(data: bytes, pos: int, length: int) -> bool:
-    if length < MIN_BATCH_LENGTH or pos + LOG_OVERHEAD + length > len(data) or data[pos + 16] != 2:
-        return False
-    return crc_ok(data, parse_header(data, pos))
-
-
-def _resume_position(buf: bytes | memoryview, bad_pos: int) -> int | None:
-    """If the bad batch's length field is plausible and a valid batch follows it, that batch's position."""
-    if bad_pos + LOG_OVERHEAD > len(buf):
-        return None
-    _, length = peek_length(buf, bad_pos)
-    nxt = bad_pos + LOG_OVERHEAD + length
-    if length < MIN_BATCH_LENGTH or nxt >= len(buf):
-        return None
-    try:
-        check_batch(buf, nxt)
-    except LogError:
-        return None
-    return nxt
