@@ -54,8 +54,9 @@ $(DRIVERS_STAMP): tests/drivers/setup.sh | $(STAMP)
 run: setup
 	$(BIN)/groupcoord serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
-# The suite runs its test files on TEST_WORKERS pytest-xdist workers (`--dist loadfile`: a file's tests stay on
-# one worker, so module fixtures are built once). Most tests wait on real servers and real clients rather than
+# The suite runs its test files on TEST_WORKERS pytest-xdist workers (`--dist loadfile`, refined in
+# tests/conftest.py: a file's tests stay on one worker, so module fixtures are built once; the Spark tests all
+# share one worker; the slow directories are handed out first). Most tests wait on real servers and real clients rather than
 # compute, so more workers than cores pays; TEST_WORKERS=1 runs it in one process. Bytecode is compiled first:
 # every test server is a fresh `python -m groupcoord.server` process, and where PYTHONDONTWRITEBYTECODE is set
 # each one would otherwise recompile our ~250 modules from source (about 0.4 s per start).

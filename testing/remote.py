@@ -61,7 +61,7 @@ class GroupCoordProcess:
     def control_url(self) -> str:
         return f"http://{self.host}:{self.control_port}"
 
-    def start(self, timeout: float = 20.0) -> GroupCoordProcess:
+    def start(self, timeout: float = 60.0) -> GroupCoordProcess:
         cmd = [
             sys.executable,
             "-m",

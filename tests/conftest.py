@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,41 @@ from groupcoord.testing.ports import free_port  # tests import it from here too
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# How `make test` shares the suite among pytest-xdist workers (`-n N --dist loadfile`). A file's tests stay on
+# one worker, so module fixtures are built once; every Spark test file (tests/pipeline/) shares one worker, so at
+# most one Spark JVM works at a time, as in a serial run; and the slowest scopes are handed out first, so no
+# long file starts last and runs alone. (xdist's own `loadgroup` marks do not work with pytest 9: xdist 3.8 sets
+# an attribute pytest no longer reads.) Without xdist none of this applies.
+SLOW_FIRST = ("tests/pipeline/", "tests/cluster/", "tests/integration/", "tests/testing/")
+
+
+def _scope(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return "tests/pipeline/" if path.startswith("tests/pipeline/") else path
+
+
+def _rank(nodeid: str) -> int:
+    return next((i for i, prefix in enumerate(SLOW_FIRST) if nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker sorts alike, so the controller sees one order
+        items.sort(key=lambda item: _rank(item.nodeid))  # stable: files keep their order within a rank
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return _Scheduling(config, log)
 
 
 class ServerProcess:

@@ -372,6 +372,12 @@ def test_a_kip848_consumer_group_shows_its_epochs_members_and_assignment(server_
             60,
             "a rebalance row listing the member that left",
         )
+        # the console reads the live event stream; the journal file is written behind it, so wait for it too
+        wait_for_sync(
+            lambda: any(e["event"] == "member_removed" for e in journal_events(srv.data_dir, gid)),
+            60,
+            "the member's removal in the journal file",
+        )
         events = journal_events(srv.data_dir, gid)
         kinds = {e["event"] for e in events}
         assert {
