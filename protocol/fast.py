@@ -101,3 +101,89 @@ def parse_heartbeat(frame: bytes, version: int) -> HeartbeatFields | None:
         return group_id, generation, member_id, instance_id
     except (struct.error, IndexError, UnicodeDecodeError):
         return None
+
+
+#: (client_id, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms): a steady-state
+#: ConsumerGroupHeartbeat (subscription, regex, assignor and owned partitions null); client_id "" when null
+ConsumerGroupHeartbeatFields = tuple[str, str, str, int, str | None, str | None, int]
+
+
+def _compact(frame: bytes, pos: int) -> tuple[str | None, int]:
+    """A compact nullable string of one length byte at `pos`: (value, next position); raises ValueError for a
+    longer one (the general path reads it)."""
+    n = frame[pos] - 1
+    if n < 0:
+        return None, pos + 1
+    if n > 126:
+        raise ValueError("multi-byte length")
+    pos += 1
+    end = pos + n
+    if end > len(frame):
+        raise IndexError("string past the end")
+    return frame[pos:end].decode(), end
+
+
+def parse_consumer_group_heartbeat(frame: bytes, version: int) -> ConsumerGroupHeartbeatFields | None:
+    """The fields of a steady-state ConsumerGroupHeartbeat request of `version` (0-1), or None for the general
+    decoder: any of SubscribedTopicNames, SubscribedTopicRegex, ServerAssignor, TopicPartitions non-null,
+    tagged fields, a string of 127 bytes or more, trailing bytes."""
+    try:
+        n = _I16.unpack_from(frame, 8)[0]  # request header v2: client id is a classic nullable string
+        if n < -1:
+            return None
+        pos = 10 + max(n, 0)
+        if pos > len(frame):
+            return None
+        client_id = frame[10:pos].decode() if n > 0 else ""
+        if frame[pos] != 0:  # header tagged fields
+            return None
+        group_id, pos = _compact(frame, pos + 1)
+        member_id, pos = _compact(frame, pos)
+        if group_id is None or member_id is None:
+            return None
+        epoch = _I32.unpack_from(frame, pos)[0]
+        instance_id, pos = _compact(frame, pos + 4)
+        rack_id, pos = _compact(frame, pos)
+        rebalance_timeout_ms = _I32.unpack_from(frame, pos)[0]
+        pos += 4
+        # SubscribedTopicNames, (v1+) SubscribedTopicRegex, ServerAssignor, TopicPartitions null; no tags
+        tail = b"\x00\x00\x00\x00\x00" if version >= 1 else b"\x00\x00\x00\x00"
+        if frame[pos:] != tail:
+            return None
+        return client_id, group_id, member_id, epoch, instance_id, rack_id, rebalance_timeout_ms
+    except (struct.error, IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+_HEAD = bytes(12)  # correlation id placeholder (4), header tags, throttle (4), error code (2), null message
+_EPOCH_INTERVAL = struct.Struct(">ii")
+
+
+def consumer_group_heartbeat_ok(
+    correlation: bytes, member_id: str, member_epoch: int, interval_ms: int
+) -> bytes:
+    """The whole ConsumerGroupHeartbeat response frame (v0 and v1 are the same) of a heartbeat answered NONE
+    without an assignment, `correlation` being the request's four correlation-id bytes."""
+    mid = member_id.encode()
+    n = len(mid) + 1
+    if n < 0x80:
+        length = bytes((n,))
+    else:
+        out = bytearray()
+        while n >= 0x80:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+        length = bytes(out)
+    size = 22 + len(length) + len(mid)
+    return b"".join(
+        (
+            _I32.pack(size),
+            correlation,
+            _HEAD[4:],
+            length,
+            mid,
+            _EPOCH_INTERVAL.pack(member_epoch, interval_ms),
+            b"\xff\x00",  # null assignment, no tagged fields
+        )
+    )

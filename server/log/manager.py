@@ -192,6 +192,11 @@ class LogManager:
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
 
+    def topics_token(self) -> object:
+        """The topic registry itself: a new dict on every change, never mutated in place, so its identity is a
+        version of the topics (`Topics.version`)."""
+        return self._topics
+
     def topic(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 
