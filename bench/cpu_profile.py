@@ -32,8 +32,8 @@ EVENT_LOOP = "event loop and socket syscalls (uvloop, libuv, kernel)"
 LAYERS = (
     ("protocol/: decode and encode", ("protocol/",)),
     ("construct's compiled codecs", ("(<string>", "construct/")),
-    ("server/network.py: framing, writes", ("server/network.py",)),
-    ("server/dispatch.py: routing, version checks", ("server/dispatch.py",)),
+    ("server/net/network.py: framing, writes", ("server/net/network.py",)),
+    ("server/net/dispatch.py: routing, version checks", ("server/net/dispatch.py",)),
     ("server/apis/: handlers", ("server/apis/",)),
     ("server/runtime.py, timers.py: mailbox, timers", ("server/runtime.py", "server/timers.py")),
     ("server/coordinator/: the state machine", ("server/coordinator/",)),
