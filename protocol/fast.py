@@ -14,6 +14,13 @@ requests of every version).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+
+from groupcoord.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -187,3 +194,124 @@ def consumer_group_heartbeat_ok(
             b"\xff\x00",  # null assignment, no tagged fields
         )
     )
+
+
+# -- OffsetCommit v2-v9 (issue 28): the body read with `struct` into the codec's own dataclasses
+
+_I64 = struct.Struct(">q")
+_PART_V6 = struct.Struct(">iqi")  # partition index, committed offset, committed leader epoch
+_PART_V2 = struct.Struct(">iq")  # partition index, committed offset
+
+
+def _uvarint(frame: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint at `pos`: (value, next position)."""
+    b = frame[pos]
+    if b < 0x80:
+        return b, pos + 1
+    value, shift = 0, 0
+    while True:
+        b = frame[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
+
+
+def _string(frame: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
+    """A (compact when `flexible`) nullable string: (value, next position); past the end raises."""
+    if flexible:
+        n, pos = _uvarint(frame, pos)
+        n -= 1
+    else:
+        n = _I16.unpack_from(frame, pos)[0]
+        pos += 2
+    if n < 0:
+        if n != -1:
+            raise ValueError("negative length")
+        return None, pos
+    end = pos + n
+    if end > len(frame):
+        raise IndexError("string past the end")
+    return frame[pos:end].decode(), end
+
+
+def _count(frame: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    """An array's element count (a null array raises: OffsetCommit's arrays are not nullable)."""
+    if flexible:
+        n, pos = _uvarint(frame, pos)
+        n -= 1
+    else:
+        n = _I32.unpack_from(frame, pos)[0]
+        pos += 4
+    if n < 0 or n > len(frame):
+        raise ValueError("bad array length")
+    return n, pos
+
+
+def parse_offset_commit(frame: bytes, pos: int, version: int) -> tuple[object, int] | None:
+    """The body of an OffsetCommit request of `version` (2-9) that starts at `pos`, as the codec's
+    `OffsetCommitRequest`, and where it ends; None for the general decoder (tagged fields, a null string
+    where the schema has none, anything malformed). Bytes after the body are the caller's to count, as
+    the codec does."""
+    if not 2 <= version <= 9:
+        return None
+    flexible = version >= 8
+    try:
+        group_id, pos = _string(frame, pos, flexible)
+        generation = _I32.unpack_from(frame, pos)[0]
+        member_id, pos = _string(frame, pos + 4, flexible)
+        if group_id is None or member_id is None:
+            return None
+        instance_id = None
+        if version >= 7:
+            instance_id, pos = _string(frame, pos, flexible)
+        retention = -1
+        if version <= 4:
+            retention = _I64.unpack_from(frame, pos)[0]
+            pos += 8
+        n_topics, pos = _count(frame, pos, flexible)
+        topics = []
+        for _ in range(n_topics):
+            name, pos = _string(frame, pos, flexible)
+            if name is None:
+                return None
+            n_parts, pos = _count(frame, pos, flexible)
+            parts = []
+            for _ in range(n_parts):
+                if version >= 6:
+                    index, offset, epoch = _PART_V6.unpack_from(frame, pos)
+                    pos += 16
+                else:
+                    index, offset = _PART_V2.unpack_from(frame, pos)
+                    epoch = -1
+                    pos += 12
+                metadata, pos = _string(frame, pos, flexible)
+                if flexible:
+                    if frame[pos] != 0:
+                        return None
+                    pos += 1
+                parts.append(OffsetCommitRequestPartition(index, offset, epoch, -1, metadata))
+            if flexible:
+                if frame[pos] != 0:
+                    return None
+                pos += 1
+            topics.append(OffsetCommitRequestTopic(name, tuple(parts)))
+        if flexible:
+            if frame[pos] != 0:
+                return None
+            pos += 1
+        if pos > len(frame):
+            return None
+        return OffsetCommitRequest(
+            group_id, generation, member_id, instance_id, retention, tuple(topics)
+        ), pos
+    except (struct.error, IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+#: api key -> the hand-written body reader `decode_request_counted` tries first (body start, version) -> (body,
+#: end) or None; the codec decodes whatever it refuses
+BODY_READERS: dict[int, Callable[[bytes, int, int], tuple[object, int] | None]] = {8: parse_offset_commit}
