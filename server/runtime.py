@@ -116,7 +116,7 @@ class GroupRuntime:
             self.timers.schedule(key, deadline)
         return err
 
-    def consumer_heartbeat(self, group_id: str, member_id: str, *fields: object) -> int | None:
+    def consumer_heartbeat(self, group_id: str, member_id: str, fields: tuple[object, ...]) -> int | None:
         """A steady-state ConsumerGroupHeartbeat's member epoch, its session timer moved; None when it must
         take the general path (`call_parked`): the group's mailbox is busy, the heartbeat is not steady
         (`GroupCoordinatorShard.consumer_heartbeat_timer`), or the machine raised. No reply future: a steady
@@ -125,7 +125,7 @@ class GroupRuntime:
         if box is not None and box.busy:
             return None
         try:
-            steady = self.machine.consumer_heartbeat_timer(group_id, member_id, *fields, now_ms=self.now_ms())
+            steady = self.machine.consumer_heartbeat_timer(group_id, member_id, fields, self.now_ms())
         except Exception:
             return None
         if steady is None:

@@ -144,10 +144,10 @@ def consumer_group_heartbeat_fast(
         return None
     client_id, group_id, member_id, epoch, instance_id, rack_id, rebalance_timeout_ms = fields
     host = conn.peer_host
-    epoch = services.runtime.consumer_heartbeat(
-        group_id, member_id, epoch, instance_id, rack_id, rebalance_timeout_ms, client_id,
-        "/" + host if host else "", services.topics.version(),
-    )  # fmt: skip
+    epoch = services.runtime.consumer_heartbeat(group_id, member_id, (
+        epoch, instance_id, rack_id, rebalance_timeout_ms, client_id, "/" + host if host else "",
+        services.topics.version(),
+    ))  # fmt: skip
     if epoch is None:
         return None
     interval = services.machine.consumer_manager.config.heartbeat_interval_ms

@@ -231,7 +231,7 @@ class GroupCoordinatorShard:
         return fx
 
     def consumer_heartbeat_timer(
-        self, group_id: str, member_id: str, *fields: object, now_ms: int
+        self, group_id: str, member_id: str, fields: tuple[object, ...], now_ms: int
     ) -> tuple[int, Hashable, int] | None:
         """A steady-state ConsumerGroupHeartbeat (`ConsumerGroupManager.steady_heartbeat`, the decision
         `consumer_group_heartbeat` takes for the same request): (member epoch, session timer key, deadline),
@@ -239,7 +239,7 @@ class GroupCoordinatorShard:
         (no share or classic group of that id) takes it."""
         if self.share_manager.has(group_id) or self.group_manager.group(group_id) is not None:
             return None
-        return self.consumer_manager.steady_heartbeat(group_id, member_id, *fields, now_ms=now_ms)
+        return self.consumer_manager.steady_heartbeat(group_id, member_id, fields, now_ms)
 
     def consumer_group_describe(self, ids: Iterable[str], topics: TopicImage) -> list[DescribedConsumerGroup]:
         default = self.consumer_manager.config.assignors[0]

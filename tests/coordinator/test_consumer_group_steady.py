@@ -42,10 +42,8 @@ def test_the_shortcut_answers_and_changes_exactly_what_the_full_computation_does
 
     def lane(member: str, epoch: int, instance_id: str | None = None, client_id: str = "client") -> Any:
         nonlocal steady_answers
-        out = fast.shard.consumer_heartbeat_timer(
-            "g", member, epoch, instance_id, None, -1, client_id, "/127.0.0.1", fast.image.version(),
-            now_ms=fast.now,
-        )  # fmt: skip
+        fields = (epoch, instance_id, None, -1, client_id, "/127.0.0.1", fast.image.version())
+        out = fast.shard.consumer_heartbeat_timer("g", member, fields, fast.now)
         if out is not None:
             steady_answers += 1
         return out

@@ -152,7 +152,7 @@ class ConsumerGroupManager:
         return result
 
     def steady_heartbeat(
-        self, group_id: str, member_id: str, *fields: object, now_ms: int
+        self, group_id: str, member_id: str, fields: tuple[object, ...], now_ms: int
     ) -> tuple[int, TimerKey, int] | None:
         """(member epoch, session timer key, deadline) of a heartbeat that changes nothing but that timer
         (`steady.is_steady`; `fields`: its other arguments), else None and the full path decides. Touches no
@@ -174,10 +174,10 @@ class ConsumerGroupManager:
             and req.server_assignor is None
             and req.topic_partitions is None
         ):  # the steady state: the same decision as the fast lane's, with its one effect in `Effects`
-            steady = self.steady_heartbeat(
-                req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,
-                req.rebalance_timeout_ms, req.client_id, req.client_host, version, now_ms=now,
-            )  # fmt: skip
+            steady = self.steady_heartbeat(req.group_id, req.member_id, (
+                req.member_epoch, req.instance_id, req.rack_id, req.rebalance_timeout_ms, req.client_id,
+                req.client_host, version,
+            ), now)  # fmt: skip
             if steady is not None:
                 self.ctx.fx.timer(ScheduleTimer(steady[1], steady[2]))
                 interval = cfg.heartbeat_interval_ms
