@@ -73,8 +73,8 @@ class Topics:
         return names
 
     def version(self) -> object:
-        """An object replaced (never mutated) whenever a topic is created, grown or deleted: compared by
-        identity, it tells that nothing changed (the consumer groups' metadata hash, issue 28)."""
+        """A value that changes whenever a topic is created, grown or deleted (`LogManager.topics_token`):
+        while it is equal, nothing changed (the consumer groups' metadata hash, issue 28)."""
         return self.logs.topics_token()
 
     def has_partition(self, name: str, partition: int) -> bool:

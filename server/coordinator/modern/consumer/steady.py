@@ -11,9 +11,9 @@ record, bump no epoch, compute no assignment, reconcile nothing and journal noth
 
 The metadata hash (KIP-1101's role: any change of a subscribed topic bumps the group epoch) is a function of
 the group's subscribed names and of the topics. Kafka recomputes it when the metadata image changes; here a
-heartbeat recomputes it unless `hash_basis` still holds: the same topic registry (an object replaced on every
-topic change, `TopicImage.version()`, compared by identity), the same member indexes (`index_changes`), the
-same group epoch and hash. An image without `version` (a test's) never takes the shortcut.
+heartbeat recomputes it unless `hash_basis` still holds: the same topic registry version (`TopicImage.version()`,
+a number the log manager moves on every topic change), the same member indexes (`index_changes`), the same
+group epoch and hash. An image without `version` (a test's) never takes the shortcut.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ _TRIMMED = "".join(chr(c) for c in range(33))
 
 
 def topics_version(topics: TopicImage) -> object | None:
-    """The image's registry version (an object that is replaced, never mutated, on every topic change), or
-    None for an image that has none."""
+    """The image's registry version (a value that changes on every topic change), or None for an image that
+    has none."""
     version = getattr(topics, "version", None)
     return None if version is None else version()
 
@@ -62,7 +62,7 @@ def is_steady(
         and g.group_epoch <= g.assignment_epoch  # no target assignment pending
         and b is not None
         and version is not None
-        and b[0] is version  # the topics the hash was computed against
+        and b[0] == version  # the topics the hash was computed against
         and b[1] == g.index_changes  # the subscribed names it was computed from
         and b[2] == g.group_epoch
         and b[3] == g.metadata_hash
