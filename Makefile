@@ -96,6 +96,7 @@ typecheck: setup
 bench: setup
 	$(BIN)/python bench/codec.py
 	TANSU_BIN=$${TANSU_BIN:-$$($(BIN)/python bench/tansu.py)} $(BIN)/python bench/coordinator.py
+	$(BIN)/python bench/heartbeat_dispatch.py
 	$(BIN)/python bench/data_plane.py
 	$(BIN)/python bench/log.py
 	$(BIN)/python bench/compaction.py

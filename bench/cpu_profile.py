@@ -1,7 +1,7 @@
 """Where the server's CPU goes per request: a sampling profile of `groupcoord serve` under the heartbeat (or
 OffsetCommit) load of `bench/loadgen.py`, printed as µs of server CPU per request by function and by layer.
 
-Not a test. `python bench/cpu_profile.py [--scenario heartbeat|commit] [--duration 10] [--top 25]`, or
+Not a test. `python bench/cpu_profile.py [--scenario heartbeat|commit|consumer-group] [--duration 10] [--top 25]`, or
 `make bench-profile`. The server runs pinned to core 0 and the load generator to core 1 (as in
 `bench/coordinator.py`); py-spy (PyPI; needs ptrace rights, so root or CAP_SYS_PTRACE) samples the server's
 Python and native stacks (`--native`, so time in uvloop/libuv and the kernel's socket calls is seen as such)
@@ -32,8 +32,8 @@ EVENT_LOOP = "event loop and socket syscalls (uvloop, libuv, kernel)"
 LAYERS = (
     ("protocol/: decode and encode", ("protocol/",)),
     ("construct's compiled codecs", ("(<string>", "construct/")),
-    ("server/network.py: framing, writes", ("server/network.py",)),
-    ("server/dispatch.py: routing, version checks", ("server/dispatch.py",)),
+    ("server/net/network.py: framing, writes", ("server/net/network.py",)),
+    ("server/net/dispatch.py: routing, version checks", ("server/net/dispatch.py",)),
     ("server/apis/: handlers", ("server/apis/",)),
     ("server/runtime.py, timers.py: mailbox, timers", ("server/runtime.py", "server/timers.py")),
     ("server/coordinator/: the state machine", ("server/coordinator/",)),
@@ -92,7 +92,7 @@ def parse_raw(path: Path) -> collections.Counter[tuple[str, ...]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenario", choices=("heartbeat", "commit"), default="heartbeat")
+    ap.add_argument("--scenario", choices=("heartbeat", "commit", "consumer-group"), default="heartbeat")
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument(
         "--rate", type=int, default=250, help="py-spy samples per second (each pauses the server briefly)"
@@ -107,6 +107,8 @@ def main() -> None:
         load = ["heartbeat", "--connections", "64", "--depth", "16"]
         if args.scenario == "commit":
             load = ["heartbeat", "--commit", "--connections", "64", "--depth", "4"]
+        elif args.scenario == "consumer-group":  # KIP-848 steady state (one member per group)
+            load = ["heartbeat", "--consumer-group", "--connections", "64", "--depth", "16"]
         argv = pinned(GEN_CORE, [PY, str(ROOT / "bench" / "loadgen.py"), *load])
         argv += ["--port", str(srv.port), "--pid", str(srv.pid), "--duration", str(args.duration + 2)]
         argv += ["--warmup", "1", "--timeout", "120"]

@@ -105,7 +105,15 @@ async def main(n: int) -> list[tuple[str, str]]:
         rows.append((f"Heartbeat v{v}, general path", f"{timed(b, peer, hb, n // 4):.2f} µs"))
         b.dispatcher.fast_lanes = lanes
     frame = encode_request(68, 1, 7, steady)[4:]
-    rows.append(("ConsumerGroupHeartbeat v1, steady state", f"{timed(b, peer, frame, n // 4):.2f} µs"))
+    out = b.dispatcher.dispatch(peer, frame)  # type: ignore[arg-type]
+    if isinstance(out, bytes):  # answered at once (the fast lane; an older checkout parks it)
+        assert decode_response(out[4:], 68, 1)[1].error_code == 0, out
+    rows.append(("ConsumerGroupHeartbeat v1, steady state, fast lane", f"{timed(b, peer, frame, n):.2f} µs"))
+    lanes, b.dispatcher.fast_lanes = b.dispatcher.fast_lanes, {}
+    rows.append(
+        ("ConsumerGroupHeartbeat v1, steady state, general path", f"{timed(b, peer, frame, n // 4):.2f} µs")
+    )
+    b.dispatcher.fast_lanes = lanes
     return rows
 
 

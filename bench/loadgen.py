@@ -162,6 +162,7 @@ class Conn(asyncio.Protocol):
         self.hist: Histogram | None = None
         self.done = 0
         self.errors: dict[int, int] = {}
+        self.err_at = 12  # where a pipelined reply's error code starts (13 for a flexible header, KIP-848)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -207,7 +208,7 @@ class Conn(asyncio.Protocol):
                     now = time.perf_counter_ns()
                 if hist is not None:
                     hist.add(now - item)
-                err = int.from_bytes(buf[pos + 12 : pos + 14], "big")
+                err = int.from_bytes(buf[pos + self.err_at : pos + self.err_at + 2], "big")
                 if err:
                     errors[err] = errors.get(err, 0) + 1
                 replies += 1
@@ -383,12 +384,38 @@ async def scenario_join(args: argparse.Namespace) -> dict:
     return {"scenario": "join", "members": args.members, "runs": runs, "median_ms": figs[len(figs) // 2]}
 
 
+async def consumer_group_member(c: Conn, group: str) -> bytes:
+    """Join `group` (KIP-848) on `c` subscribing to a topic that does not exist (so there is nothing to
+    reconcile), check a steady-state heartbeat is answered, and return that heartbeat's frame: the member id
+    and epoch, every "unchanged" field null, as Java and librdkafka send between changes."""
+    from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest as Cgh
+
+    member = f"{group}-m"
+    join = Cgh(group_id=group, member_id=member, member_epoch=0, rebalance_timeout_ms=60000,
+               subscribed_topic_names=("bench-cg-none",), topic_partitions=())  # fmt: skip
+    r = decode_response(await c.call(encode_request(68, 1, 1, join, client_id="loadgen")), 68, 1)[1]
+    if r.error_code:
+        raise BenchError(f"ConsumerGroupHeartbeat join: error {r.error_code}")
+    frame = encode_request(68, 1, 3, Cgh(group_id=group, member_id=member, member_epoch=r.member_epoch),
+                           client_id="loadgen")  # fmt: skip
+    steady = decode_response(await c.call(frame), 68, 1)[1]
+    if steady.error_code or steady.member_epoch != r.member_epoch:
+        raise BenchError(f"ConsumerGroupHeartbeat steady state: {steady}")
+    c.err_at = 13  # size, correlation id, header tags, throttle time: the error code
+    return frame
+
+
 async def scenario_heartbeat(args: argparse.Namespace) -> dict:
     conns = await connect(args.host, args.port, args.connections)
     try:
         if args.commit:  # OffsetCommit instead (bench/profile.py --scenario commit); errors are not read
             frames = [
                 commit_template(f"bench-commit-{os.getpid()}-{i % args.groups}", i) for i in range(len(conns))
+            ]
+            join = None
+        elif args.consumer_group:  # KIP-848 steady-state heartbeats, one member per group
+            frames = [
+                await consumer_group_member(c, f"bench-cg-{os.getpid()}-{i}") for i, c in enumerate(conns)
             ]
             join = None
         elif args.no_join:
@@ -550,6 +577,9 @@ def main() -> None:
     p.add_argument("--max-requests", type=int, default=0, help="stop early after this many (0: no bound)")
     p.add_argument("--no-join", action="store_true", help="skip the group join (echo server)")
     p.add_argument("--commit", action="store_true", help="pipeline OffsetCommit v8 of simple groups instead")
+    p.add_argument(
+        "--consumer-group", action="store_true", help="pipeline steady-state ConsumerGroupHeartbeats instead"
+    )
     p.add_argument("--groups", type=int, default=8, help="the connections' members form this many groups")
     p.add_argument(
         "--group-names",

@@ -1,12 +1,13 @@
-"""Hand-written decoders for the hottest request, Heartbeat, beside the declared codec (which stays the
-schema's source and the decoder of everything else).
+"""Hand-written decoders for the hottest requests beside the declared codec (which stays the schema's source
+and the decoder of everything else): Heartbeat, the steady-state ConsumerGroupHeartbeat (and its answer),
+and OffsetCommit bodies (issue 28).
 
 A Heartbeat is ~60 bytes of four fields; going through the general codec (a stream, the compiled construct
 parser, two dataclasses) costs several times the work of reading them with `struct`. These functions read
 the common shape only: lengths that fit one varint byte, no tagged fields, nothing after the last field,
 valid UTF-8. Anything else returns None and the request takes the general path, so the two can never
-disagree on a frame both accept (tests/protocol/test_fast.py checks them against each other on generated
-requests of every version).
+disagree on a frame both accept (tests/protocol/test_fast.py, test_fast_consumer_group.py and
+test_fast_offset_commit.py check them against the codec on generated requests of every version).
 
 `frame` is a request frame without its size prefix, as the dispatcher gets it.
 """
@@ -14,6 +15,13 @@ requests of every version).
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+
+from groupcoord.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -101,3 +109,210 @@ def parse_heartbeat(frame: bytes, version: int) -> HeartbeatFields | None:
         return group_id, generation, member_id, instance_id
     except (struct.error, IndexError, UnicodeDecodeError):
         return None
+
+
+#: (client_id, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms): a steady-state
+#: ConsumerGroupHeartbeat (subscription, regex, assignor and owned partitions null); client_id "" when null
+ConsumerGroupHeartbeatFields = tuple[str, str, str, int, str | None, str | None, int]
+
+
+def _compact(frame: bytes, pos: int) -> tuple[str | None, int]:
+    """A compact nullable string of one length byte at `pos`: (value, next position); raises ValueError for a
+    longer one (the general path reads it)."""
+    n = frame[pos] - 1
+    if n < 0:
+        return None, pos + 1
+    if n > 126:
+        raise ValueError("multi-byte length")
+    pos += 1
+    end = pos + n
+    if end > len(frame):
+        raise IndexError("string past the end")
+    return frame[pos:end].decode(), end
+
+
+def parse_consumer_group_heartbeat(frame: bytes, version: int) -> ConsumerGroupHeartbeatFields | None:
+    """The fields of a steady-state ConsumerGroupHeartbeat request of `version` (0-1), or None for the general
+    decoder: any of SubscribedTopicNames, SubscribedTopicRegex, ServerAssignor, TopicPartitions non-null,
+    tagged fields, a string of 127 bytes or more, trailing bytes."""
+    try:
+        n = _I16.unpack_from(frame, 8)[0]  # request header v2: client id is a classic nullable string
+        if n < -1:
+            return None
+        pos = 10 + max(n, 0)
+        if pos > len(frame):
+            return None
+        client_id = frame[10:pos].decode() if n > 0 else ""
+        if frame[pos] != 0:  # header tagged fields
+            return None
+        group_id, pos = _compact(frame, pos + 1)
+        member_id, pos = _compact(frame, pos)
+        if group_id is None or member_id is None:
+            return None
+        epoch = _I32.unpack_from(frame, pos)[0]
+        instance_id, pos = _compact(frame, pos + 4)
+        rack_id, pos = _compact(frame, pos)
+        rebalance_timeout_ms = _I32.unpack_from(frame, pos)[0]
+        pos += 4
+        # SubscribedTopicNames, (v1+) SubscribedTopicRegex, ServerAssignor, TopicPartitions null; no tags
+        tail = b"\x00\x00\x00\x00\x00" if version >= 1 else b"\x00\x00\x00\x00"
+        if frame[pos:] != tail:
+            return None
+        return client_id, group_id, member_id, epoch, instance_id, rack_id, rebalance_timeout_ms
+    except (struct.error, IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+_HEAD = bytes(12)  # correlation id placeholder (4), header tags, throttle (4), error code (2), null message
+_EPOCH_INTERVAL = struct.Struct(">ii")
+
+
+def consumer_group_heartbeat_ok(
+    correlation: bytes, member_id: str, member_epoch: int, interval_ms: int
+) -> bytes:
+    """The whole ConsumerGroupHeartbeat response frame (v0 and v1 are the same) of a heartbeat answered NONE
+    without an assignment, `correlation` being the request's four correlation-id bytes."""
+    mid = member_id.encode()
+    n = len(mid) + 1
+    if n < 0x80:
+        length = bytes((n,))
+    else:
+        out = bytearray()
+        while n >= 0x80:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+        length = bytes(out)
+    size = 22 + len(length) + len(mid)
+    return b"".join(
+        (
+            _I32.pack(size),
+            correlation,
+            _HEAD[4:],
+            length,
+            mid,
+            _EPOCH_INTERVAL.pack(member_epoch, interval_ms),
+            b"\xff\x00",  # null assignment, no tagged fields
+        )
+    )
+
+
+# -- OffsetCommit v2-v9 (issue 28): the body read with `struct` into the codec's own dataclasses
+
+_I64 = struct.Struct(">q")
+_PART_V6 = struct.Struct(">iqi")  # partition index, committed offset, committed leader epoch
+_PART_V2 = struct.Struct(">iq")  # partition index, committed offset
+
+
+def _uvarint(frame: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint at `pos`: (value, next position)."""
+    b = frame[pos]
+    if b < 0x80:
+        return b, pos + 1
+    value, shift = 0, 0
+    while True:
+        b = frame[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise ValueError("varint too long")
+
+
+def _string(frame: bytes, pos: int, flexible: bool) -> tuple[str | None, int]:
+    """A (compact when `flexible`) nullable string: (value, next position); past the end raises."""
+    if flexible:
+        n, pos = _uvarint(frame, pos)
+        n -= 1
+    else:
+        n = _I16.unpack_from(frame, pos)[0]
+        pos += 2
+    if n < 0:
+        if n != -1:
+            raise ValueError("negative length")
+        return None, pos
+    end = pos + n
+    if end > len(frame):
+        raise IndexError("string past the end")
+    return frame[pos:end].decode(), end
+
+
+def _count(frame: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    """An array's element count (a null array raises: OffsetCommit's arrays are not nullable)."""
+    if flexible:
+        n, pos = _uvarint(frame, pos)
+        n -= 1
+    else:
+        n = _I32.unpack_from(frame, pos)[0]
+        pos += 4
+    if n < 0 or n > len(frame):
+        raise ValueError("bad array length")
+    return n, pos
+
+
+def parse_offset_commit(frame: bytes, pos: int, version: int) -> tuple[object, int] | None:
+    """The body of an OffsetCommit request of `version` (2-9) that starts at `pos`, as the codec's
+    `OffsetCommitRequest`, and where it ends; None for the general decoder (tagged fields, a null string
+    where the schema has none, anything malformed). Bytes after the body are the caller's to count, as
+    the codec does."""
+    if not 2 <= version <= 9:
+        return None
+    flexible = version >= 8
+    try:
+        group_id, pos = _string(frame, pos, flexible)
+        generation = _I32.unpack_from(frame, pos)[0]
+        member_id, pos = _string(frame, pos + 4, flexible)
+        if group_id is None or member_id is None:
+            return None
+        instance_id = None
+        if version >= 7:
+            instance_id, pos = _string(frame, pos, flexible)
+        retention = -1
+        if version <= 4:
+            retention = _I64.unpack_from(frame, pos)[0]
+            pos += 8
+        n_topics, pos = _count(frame, pos, flexible)
+        topics = []
+        for _ in range(n_topics):
+            name, pos = _string(frame, pos, flexible)
+            if name is None:
+                return None
+            n_parts, pos = _count(frame, pos, flexible)
+            parts = []
+            for _ in range(n_parts):
+                if version >= 6:
+                    index, offset, epoch = _PART_V6.unpack_from(frame, pos)
+                    pos += 16
+                else:
+                    index, offset = _PART_V2.unpack_from(frame, pos)
+                    epoch = -1
+                    pos += 12
+                metadata, pos = _string(frame, pos, flexible)
+                if flexible:
+                    if frame[pos] != 0:
+                        return None
+                    pos += 1
+                parts.append(OffsetCommitRequestPartition(index, offset, epoch, -1, metadata))
+            if flexible:
+                if frame[pos] != 0:
+                    return None
+                pos += 1
+            topics.append(OffsetCommitRequestTopic(name, tuple(parts)))
+        if flexible:
+            if frame[pos] != 0:
+                return None
+            pos += 1
+        if pos > len(frame):
+            return None
+        return OffsetCommitRequest(
+            group_id, generation, member_id, instance_id, retention, tuple(topics)
+        ), pos
+    except (struct.error, IndexError, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+
+
+#: api key -> the hand-written body reader `decode_request_counted` tries first (body start, version) -> (body,
+#: end) or None; the codec decodes whatever it refuses
+BODY_READERS: dict[int, Callable[[bytes, int, int], tuple[object, int] | None]] = {8: parse_offset_commit}

@@ -186,6 +186,9 @@ class Broker:
         self.dispatcher = Dispatcher(self, topic_ids.wrap(guarded))
         if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
             self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
+            self.dispatcher.add_fast_lane(
+                ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_groups.consumer_group_heartbeat_fast
+            )
         self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
         self.loading = True
         self.loaded: asyncio.Future | None = None

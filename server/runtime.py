@@ -118,6 +118,23 @@ class GroupRuntime:
             self.timers.schedule(key, deadline)
         return err
 
+    def consumer_heartbeat(self, group_id: str, member_id: str, fields: tuple[object, ...]) -> int | None:
+        """A steady-state ConsumerGroupHeartbeat's member epoch, its session timer moved; None when it must
+        take the general path (`call_parked`): the group's mailbox is busy, the heartbeat is not steady
+        (`GroupCoordinatorShard.consumer_heartbeat_timer`), or the machine raised. No reply future: a steady
+        heartbeat writes nothing, so there is nothing to wait for (issue 28)."""
+        box = self._boxes.get(group_id)
+        if box is not None and box.busy:
+            return None
+        try:
+            steady = self.machine.consumer_heartbeat_timer(group_id, member_id, fields, self.now_ms())
+        except Exception:
+            return None
+        if steady is None:
+            return None
+        self.timers.schedule(steady[1], steady[2])
+        return steady[0]
+
     def call_parked(
         self,
         group_id: str,

@@ -72,6 +72,11 @@ class Topics:
             names.append(OFFSETS_TOPIC)
         return names
 
+    def version(self) -> object:
+        """A value that changes whenever a topic is created, grown or deleted (`LogManager.topics_token`):
+        while it is equal, nothing changed (the consumer groups' metadata hash, issue 28)."""
+        return self.logs.topics_token()
+
     def has_partition(self, name: str, partition: int) -> bool:
         info = self.get(name)
         return info is not None and 0 <= partition < info.partitions

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.fast import consumer_group_heartbeat_ok, parse_consumer_group_heartbeat
 from groupcoord.protocol.messages import consumer_group_describe as cgd
 from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
 from groupcoord.server.coordinator.modern.consumer import api as m
@@ -23,7 +24,8 @@ from groupcoord.server.net.dispatch import then
 from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Peer, RequestContext
+    from groupcoord.server.services import HandlerServices
 
 UNKNOWN_SERVER_ERROR = int(ErrorCode.UNKNOWN_SERVER_ERROR)
 
@@ -45,6 +47,8 @@ class TopicLookups(Protocol):
 
     def is_internal(self, name: str | None) -> bool: ...
 
+    def version(self) -> object: ...
+
 
 class LogTopicImage:
     """The coordinator's `TopicImage` over the log's topics (read at the moment of each call). `visible`: with
@@ -64,6 +68,11 @@ class LogTopicImage:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         info: _TopicInfo | None = self._topics.by_id(topic_id)
         return None if info is None else info.name
+
+    def version(self) -> object:
+        """The topic registry's version (`Topics.version`): the coordinator knows a group's metadata hash
+        without recomputing it while this object is the same (`modern/consumer/steady.py`)."""
+        return self._topics.version()
 
     def topic_names(self) -> frozenset[str]:
         """What a regex subscription may match: every topic but the internal `__consumer_offsets` (it has no
@@ -116,6 +125,35 @@ def consumer_group_heartbeat(ctx: RequestContext, req: cgh.ConsumerGroupHeartbea
         ),
         heartbeat_response,
     )
+
+
+#: what the `RequestObserver` (metrics) is told of a fast-lane answer: NONE, as the frame says
+FAST_OK = cgh.ConsumerGroupHeartbeatResponse(error_code=0)
+
+
+def consumer_group_heartbeat_fast(
+    services: HandlerServices, conn: Peer, frame: bytes, version: int
+) -> tuple[bytes, object] | None:
+    """The ConsumerGroupHeartbeat fast lane (issue 28; dispatch's `fast_lanes`): a steady-state request read by
+    `protocol.fast`, the runtime's `consumer_heartbeat` (the machine's steady-state decision, its session timer
+    moved, no reply future), the answer encoded by hand. None, and the request goes the general way
+    (`consumer_group_heartbeat` above, which takes the same decision), for anything else: both ways give the
+    same answer (tests/integration/test_consumer_group_fast_lane.py)."""
+    fields = parse_consumer_group_heartbeat(frame, version)
+    if fields is None:
+        return None
+    client_id, group_id, member_id, epoch, instance_id, rack_id, rebalance_timeout_ms = fields
+    host = conn.peer_host
+    epoch = services.runtime.consumer_heartbeat(group_id, member_id, (
+        epoch, instance_id, rack_id, rebalance_timeout_ms, client_id, "/" + host if host else "",
+        services.topics.version(),
+    ))  # fmt: skip
+    if epoch is None:
+        return None
+    interval = services.machine.consumer_manager.config_for(
+        group_id
+    ).heartbeat_interval_ms  # its group configs
+    return consumer_group_heartbeat_ok(frame[4:8], member_id, epoch, interval), FAST_OK
 
 
 def heartbeat_response(r: m.ConsumerGroupHeartbeatResult) -> cgh.ConsumerGroupHeartbeatResponse:

@@ -43,7 +43,7 @@ from groupcoord.server.coordinator import types as m
 from groupcoord.server.net.dispatch import Prebuilt, then
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Peer, RequestContext
     from groupcoord.server.services import HandlerServices
 
 # READ, DELETE and DESCRIBE: everything a client may do to a group when no authorizer is configured
@@ -175,7 +175,9 @@ def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
     return heartbeat_frame(ctx.version, result)
 
 
-def heartbeat_fast(services: HandlerServices, frame: bytes, version: int) -> Prebuilt | None:
+def heartbeat_fast(
+    services: HandlerServices, conn: Peer, frame: bytes, version: int
+) -> tuple[bytes, Prebuilt] | None:
     """The Heartbeat fast lane (dispatch's `fast_lanes`): the common frame read by `protocol.fast`, the
     runtime's `heartbeat` (the machine's decision and timer reset without a step's `Effects`), a prebuilt
     answer. None, and the request goes the general way (`heartbeat` above), for an uncommon frame or a busy
@@ -184,7 +186,10 @@ def heartbeat_fast(services: HandlerServices, frame: bytes, version: int) -> Pre
     if fields is None:
         return None
     err = services.runtime.heartbeat(*fields)
-    return None if err is None else heartbeat_frame(version, err)
+    if err is None:
+        return None
+    prebuilt = heartbeat_frame(version, err)
+    return b"".join((prebuilt[:4], frame[4:8], prebuilt[8:])), prebuilt
 
 
 def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:

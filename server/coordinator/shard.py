@@ -323,6 +323,17 @@ class GroupCoordinatorShard:
         migration.install_upgraded(self.consumer_manager, cg)
         return None
 
+    def consumer_heartbeat_timer(
+        self, group_id: str, member_id: str, fields: tuple[object, ...], now_ms: int
+    ) -> tuple[int, Hashable, int] | None:
+        """A steady-state ConsumerGroupHeartbeat (`ConsumerGroupManager.steady_heartbeat`, the decision
+        `consumer_group_heartbeat` takes for the same request): (member epoch, session timer key, deadline),
+        or None for `consumer_group_heartbeat` to decide. Only a group that is nothing but a consumer group
+        (no share or classic group of that id) takes it."""
+        if self.share_manager.has(group_id) or self.group_manager.group(group_id) is not None:
+            return None
+        return self.consumer_manager.steady_heartbeat(group_id, member_id, fields, now_ms)
+
     def consumer_group_describe(self, ids: Iterable[str], topics: TopicImage) -> list[DescribedConsumerGroup]:
         default = self.consumer_manager.config.assignors[0]
         out = []

@@ -192,6 +192,21 @@ class LogManager:
     def topics(self) -> dict[str, TopicInfo]:
         return dict(self._topics)
 
+    #: the registry `topics_token` last saw, and its number (class defaults: no __init__ of ours or a
+    #: subclass's needs to know)
+    _token_of: object = None
+    _token = 0
+
+    def topics_token(self) -> int:
+        """A number that changes whenever a topic is created, grown or deleted (`Topics.version`): the
+        registry is a new dict on every change, never mutated in place, so a registry other than the one last
+        seen means a change. Only the current registry is held, and because it is held a later one can never
+        reuse its identity."""
+        if self._token_of is not self._topics:
+            self._token_of = self._topics
+            self._token += 1
+        return self._token
+
     def topic(self, name: str) -> TopicInfo | None:
         return self._topics.get(name)
 

@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("groupcoord.dispatch")
 
 Handler = Callable[["RequestContext", Any], Any]
-#: a fast lane (issue 28): (services, request frame, version) -> the whole response frame with correlation id 0
-#: (`Prebuilt`), or None to take the general path (decode, context, handler)
-FastLane = Callable[["HandlerServices", bytes, int], "Prebuilt | None"]
+#: a fast lane (issue 28): (services, connection, request frame, version) -> (the whole response frame, its
+#: correlation id included; what the `RequestObserver` is told: a `Prebuilt` or a response body of a few
+#: distinct values), or None to take the general path (decode, context, handler)
+FastLane = Callable[["HandlerServices", "Peer", bytes, int], "tuple[bytes, object] | None"]
 
 
 PASS: Any = object()
@@ -209,10 +210,10 @@ class Dispatcher:
             and self.route is None
             and not self.services.loading
         ):
-            prebuilt = lane[0](self.services, frame, version)
-            if prebuilt is not None:
-                self.observer.request_done(api_key, version, prebuilt, started)
-                return b"".join((prebuilt[:4], frame[4:8], prebuilt[8:]))
+            answered = lane[0](self.services, conn, frame, version)
+            if answered is not None:
+                self.observer.request_done(api_key, version, answered[1], started)
+                return answered[0]
         handler = self.handlers.get(api_key)
         if handler is None:
             conn.close(f"unknown API key {api_key} (version {version})")

@@ -59,6 +59,11 @@ class ConsumerGroup:
         self.resolved: dict[str, frozenset[str]] | None = None
         #: the state the journal last reported (its next state_change starts there; set again on load)
         self.journaled_state = EMPTY
+        #: bumped by every (un)indexing of a member: a steady-state heartbeat re-indexes nothing (issue 28)
+        self.index_changes = 0
+        #: what `metadata_hash` was last computed from (the manager's `hash_basis`): while it still holds, the
+        #: hash is known without recomputing it; None: unknown
+        self.hash_basis: tuple[object, ...] | None = None
 
     # ------------------------------------------------------------------------------------------ state
 
@@ -159,6 +164,7 @@ class ConsumerGroup:
         return old
 
     def _index(self, m: ConsumerGroupMember) -> None:
+        self.index_changes += 1
         self._names.update(m.subscribed_topic_names)
         if m.subscribed_topic_regex:
             self._regexes[m.subscribed_topic_regex] += 1
@@ -175,6 +181,7 @@ class ConsumerGroup:
     def _unindex(self, m: ConsumerGroupMember | None) -> None:
         if m is None:
             return
+        self.index_changes += 1
         self._names.subtract(m.subscribed_topic_names)
         self._names = +self._names
         if m.subscribed_topic_regex:

@@ -36,6 +36,7 @@ from groupcoord.server.coordinator.modern.consumer.reconciliation import (
     FencedMemberEpochError,
 )
 from groupcoord.server.coordinator.modern.consumer.regex import InvalidRegularExpression, RegexResolver
+from groupcoord.server.coordinator.modern.consumer.steady import basis, is_steady, topics_version
 from groupcoord.server.coordinator.modern.consumer.target import (
     compute_target,
     metadata_hash,
@@ -138,10 +139,41 @@ class ConsumerGroupManager:
             result = ConsumerGroupHeartbeatResult(int(E.UNKNOWN_SERVER_ERROR), str(err))
         return result
 
+    def steady_heartbeat(
+        self, group_id: str, member_id: str, fields: tuple[object, ...], now_ms: int
+    ) -> tuple[int, TimerKey, int] | None:
+        """(member epoch, session timer key, deadline) of a heartbeat that changes nothing but that timer
+        (`steady.is_steady`; `fields`: its other arguments), else None and the full path decides. Touches no
+        state and no `Effects`: the caller moves the timer (here `_heartbeat`; the runtime's fast lane)."""
+        g = self.groups.get(group_id)
+        m = None if g is None else g.members.get(member_id)
+        if m is None or not is_steady(g, m, *fields):  # type: ignore[arg-type]
+            return None
+        return (
+            m.member_epoch,
+            session_key(group_id, member_id),
+            now_ms + self.config_for(group_id).session_timeout_ms,
+        )
+
     def _heartbeat(
         self, req: ConsumerGroupHeartbeatRequest, topics: TopicImage
     ) -> ConsumerGroupHeartbeatResult:
         cfg, now = self.config_for(req.group_id), self.ctx.now
+        version = topics_version(topics)
+        if (
+            req.subscribed_topic_names is None
+            and req.subscribed_topic_regex is None
+            and req.server_assignor is None
+            and req.topic_partitions is None
+        ):  # the steady state: the same decision as the fast lane's, with its one effect in `Effects`
+            steady = self.steady_heartbeat(req.group_id, req.member_id, (
+                req.member_epoch, req.instance_id, req.rack_id, req.rebalance_timeout_ms, req.client_id,
+                req.client_host, version,
+            ), now)  # fmt: skip
+            if steady is not None:
+                self.ctx.fx.timer(ScheduleTimer(steady[1], steady[2]))
+                interval = cfg.heartbeat_interval_ms
+                return ConsumerGroupHeartbeatResult(0, None, req.member_id, steady[0], interval)
         g = self.groups.get(req.group_id)
         if g is None:
             if req.member_epoch != 0:
@@ -316,6 +348,9 @@ class ConsumerGroupManager:
         if reconciled is not updated:
             g.update_member(reconciled)
             self._rebalance_timer(g.group_id, reconciled)
+        g.hash_basis = basis(
+            g, topics_version(topics)
+        )  # the hash just computed holds until one of these changes
         for r in records:
             self.ctx.fx.record(r)
         if created or bumped or assigned or replaced is not None or new_member or reconciled is not updated:
