@@ -299,7 +299,7 @@ def parse_offset_commit(frame: bytes, pos: int, version: int) -> tuple[object, i
                 if frame[pos] != 0:
                     return None
                 pos += 1
-            topics.append(OffsetCommitRequestTopic(name, tuple(parts)))
+            topics.append(OffsetCommitRequestTopic(name=name, partitions=tuple(parts)))
         if flexible:
             if frame[pos] != 0:
                 return None

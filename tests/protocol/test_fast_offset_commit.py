@@ -75,7 +75,7 @@ def test_the_reader_decodes_every_frame_as_the_codec_does(
         group_id=group, generation_id_or_member_epoch=generation, member_id=member,
         group_instance_id=instance if version >= 7 else None, retention_time_ms=retention if version <= 4 else -1,
         topics=tuple(
-            oc.OffsetCommitRequestTopic(t.name, tuple(
+            oc.OffsetCommitRequestTopic(name=t.name, partitions=tuple(
                 oc.OffsetCommitRequestPartition(
                     p.partition_index, p.committed_offset, p.committed_leader_epoch if version >= 6 else -1, -1,
                     p.committed_metadata,
@@ -99,7 +99,7 @@ def test_the_reader_decodes_every_frame_as_the_codec_does(
 def test_versions_outside_the_readers_range_and_tagged_fields_take_the_codec(version: int) -> None:
     req = oc.OffsetCommitRequest(
         group_id="g", generation_id_or_member_epoch=1, member_id="m",
-        topics=(oc.OffsetCommitRequestTopic("t", (oc.OffsetCommitRequestPartition(0, 1, -1, -1, ""),)),),
+        topics=(oc.OffsetCommitRequestTopic(name="t", partitions=(oc.OffsetCommitRequestPartition(0, 1, -1, -1, ""),)),),
     )  # fmt: skip
     frame = encode_request(8, version, 5, req, "c")[4:]
     start = 10 + 1 + (1 if version >= 8 else 0)
