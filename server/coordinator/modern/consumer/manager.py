@@ -29,7 +29,6 @@ from groupcoord.server.coordinator.modern.consumer.member import (
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     UNREVOKED_PARTITIONS,
     ConsumerGroupMember,
-    pairs,
 )
 from groupcoord.server.coordinator.modern.consumer.reconciliation import (
     CurrentAssignmentBuilder,
@@ -42,7 +41,12 @@ from groupcoord.server.coordinator.modern.consumer.target import (
     metadata_hash,
     subscribed_topic_ids,
 )
-from groupcoord.server.coordinator.modern.consumer.validation import HeartbeatError, validate_request
+from groupcoord.server.coordinator.modern.consumer.validation import (
+    HeartbeatError,
+    check_epoch,
+    member_for,
+    validate_request,
+)
 from groupcoord.server.coordinator.records import ConsumerGroupRecord
 from groupcoord.server.coordinator.types import CancelTimer, ScheduleTimer
 
@@ -188,9 +192,9 @@ class ConsumerGroupManager:
                 f"The consumer group has reached its maximum capacity of {cfg.max_size} members.",
             )
         member_id = req.member_id or self._new_id()
-        member, replaced = self._member_for(g, req, member_id, static_holder)
+        member, replaced = member_for(g, req, member_id, static_holder)
         if req.member_epoch > 0:
-            self._check_epoch(member, req)
+            check_epoch(member, req)
         updated = member.replace(
             instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
             rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
@@ -405,78 +409,6 @@ class ConsumerGroupManager:
         return (
             g.assignment_timestamp == 0 or interval == 0 or self.ctx.now >= g.assignment_timestamp + interval
         )
-
-    def _member_for(
-        self,
-        g: ConsumerGroup,
-        req: ConsumerGroupHeartbeatRequest,
-        member_id: str,
-        holder: ConsumerGroupMember | None,
-    ) -> tuple[ConsumerGroupMember, ConsumerGroupMember | None]:
-        """The member this heartbeat is for, and the static member it replaces (spec §2.4 step 4)."""
-        if req.instance_id is None:
-            m = g.members.get(member_id)
-            if m is not None:
-                return m, None
-            if req.member_epoch == 0:
-                return ConsumerGroupMember(member_id), None
-            raise HeartbeatError(
-                E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {g.group_id}."
-            )
-        if req.member_epoch == 0:
-            if holder is None:
-                m = g.members.get(member_id)
-                return (m if m is not None else ConsumerGroupMember(member_id)), None
-            if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise HeartbeatError(
-                    E.UNRELEASED_INSTANCE_ID,
-                    f"Static member {holder.member_id} with instance id {req.instance_id} is not released yet.",
-                )
-            # the static member returns (usually with a new member id): it takes over the old one's place
-            fresh = holder.replace(
-                member_id=member_id,
-                member_epoch=0,
-                previous_member_epoch=0,
-                pending_revocation={},
-                assigned={t: dict(ps) for t, ps in holder.assigned.items()},
-            )
-            return fresh, holder
-        if holder is None:
-            raise HeartbeatError(
-                E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown in group {g.group_id}."
-            )
-        if holder.member_id != member_id:
-            raise HeartbeatError(
-                E.FENCED_INSTANCE_ID,
-                f"Static member {member_id} with instance id {req.instance_id} was fenced by member "
-                f"{holder.member_id}.",
-            )
-        return holder, None
-
-    @staticmethod
-    def _check_epoch(m: ConsumerGroupMember, req: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's `throwIfConsumerGroupMemberEpochIsInvalid` (spec §2.4): an older epoch is accepted only
-        when it is the previous one and the client owns a subset of the assigned partitions (a lost reply)."""
-        received = req.member_epoch
-        if received > m.member_epoch:
-            raise HeartbeatError(
-                E.FENCED_MEMBER_EPOCH,
-                f"The consumer group member has a greater member epoch ({received}) than the one known by the "
-                f"group coordinator ({m.member_epoch}). The member must abandon all its partitions and rejoin.",
-            )
-        if received < m.member_epoch:
-            owned = req.topic_partitions
-            if (
-                received != m.previous_member_epoch
-                or owned is None
-                or not ({(t, p) for t, ps in owned.items() for p in ps} <= pairs(m.assigned))
-            ):
-                raise HeartbeatError(
-                    E.FENCED_MEMBER_EPOCH,
-                    f"The consumer group member has a smaller member epoch ({received}) than the one known by "
-                    f"the group coordinator ({m.member_epoch}). The member must abandon all its partitions and "
-                    "rejoin.",
-                )
 
     # ======================================================================================= leave
 
