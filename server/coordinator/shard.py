@@ -24,9 +24,10 @@ from typing import Any
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
+from groupcoord.server.coordinator.conversions import GroupConversions
 from groupcoord.server.coordinator.group import DEAD, EMPTY, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
-from groupcoord.server.coordinator.modern.consumer import codec, migration
+from groupcoord.server.coordinator.modern.consumer import migration
 from groupcoord.server.coordinator.modern.consumer import views as consumer_views
 from groupcoord.server.coordinator.modern.consumer.api import (
     ConsumerGroupConfig,
@@ -105,7 +106,11 @@ class GroupCoordinatorShard:
         )
         self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
         self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
-        self.consumer_manager.downgrade = self._downgrade
+        #: online migration: the moves between the two managers
+        self.conversions = GroupConversions(
+            self._ctx, self.group_manager, self.consumer_manager, lambda: self.topics
+        )
+        self.consumer_manager.downgrade = self.conversions.downgrade
         #: KIP-932 share groups (modern/share); one group id has one type, so each side asks the other
         self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.has_group)
         #: share-partition state read at load, for the share-partition manager (server/share) to take
@@ -168,7 +173,12 @@ class GroupCoordinatorShard:
                 result = JoinGroupResult(int(E.INVALID_SESSION_TIMEOUT), member_id=req.member_id)
             else:
                 result = migration.classic_join(
-                    self.consumer_manager, cg, req, self.topics, cfg.max_size, self._downgrade_replaced
+                    self.consumer_manager,
+                    cg,
+                    req,
+                    self.topics,
+                    cfg.max_size,
+                    self.conversions.downgrade_replaced,
                 )
             failed = JoinGroupResult(PERSIST_ERROR, member_id=req.member_id)
             self._reply_after_write(fx, token, result, failed)
@@ -231,41 +241,6 @@ class GroupCoordinatorShard:
             return migration.classic_leave(self.consumer_manager, cg, req), fx
         return self.group_manager.leave_group(req, now_ms)
 
-    def _downgrade_replaced(self, g: ConsumerGroup, rebalance: bool) -> None:
-        """Online downgrade, trigger B (spec §9.2): a classic static member took the place of the last
-        consumer-protocol member; the group, already updated, becomes a classic group."""
-        classic = migration.to_classic_group(g, (), self.topics, self._ctx.now)
-        self._convert_to_classic(g, classic, rebalance)
-
-    def _convert_to_classic(self, g: ConsumerGroup, classic: ClassicGroup, rebalance: bool) -> None:
-        mgr = self.consumer_manager
-        for r in codec.group_tombstones(g):
-            self._ctx.fx.record(r)
-        mgr.cancel_all_timers(g)
-        mgr.journal.event(
-            g, "state_change", state_from=g.journaled_state, state_to="Dead", reason="downgraded"
-        )
-        del mgr.groups[g.group_id]
-        self.group_manager.take_over(classic, "downgraded", rebalance)
-
-    def _downgrade(self, g: ConsumerGroup, leaving: list[str], reason: str) -> bool:
-        """Online downgrade (spec §9.2, trigger A): called as `leaving` are about to be fenced; when only
-        classic members would remain and the policy allows it, the consumer group becomes a classic group that
-        rebalances at once, and the members are not fenced one by one."""
-        mgr = self.consumer_manager
-        if not migration.downgrade_allowed(mgr, g, leaving, self._ctx.config.max_size):
-            return False
-        try:
-            classic = migration.to_classic_group(g, leaving, self.topics, self._ctx.now)
-        except ValueError:  # no protocol every member supports: stay a consumer group
-            return False
-        for mid in leaving:
-            gone = g.members.get(mid)
-            if gone is not None:
-                mgr.journal.member(g, "member_removed", gone, reason)
-        self._convert_to_classic(g, classic, True)
-        return True
-
     # ====================================================================== KIP-848 consumer groups
 
     def consumer_group_heartbeat(
@@ -292,7 +267,7 @@ class GroupCoordinatorShard:
             if classic.state == EMPTY:
                 self.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced
             else:
-                problem = self._upgrade(classic, topics)  # spec §9.1
+                problem = self.conversions.upgrade(classic, topics)  # spec §9.1
                 if problem is not None:
                     fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), problem))
                     return fx
@@ -308,20 +283,6 @@ class GroupCoordinatorShard:
 
         fx.after_persist = after
         return fx
-
-    def _upgrade(self, classic: ClassicGroup, topics: TopicImage) -> str | None:
-        """Online upgrade (Kafka's `validateOnlineUpgrade` + `convertToConsumerGroup`): the classic group
-        becomes a consumer group whose members keep their partitions; or why it cannot."""
-        problem = migration.upgrade_problem(classic, self.consumer_manager)
-        if problem is not None:
-            return problem
-        try:
-            cg = migration.from_classic_group(classic, topics)
-        except migration.MigrationError as err:
-            return str(err)
-        self.group_manager.hand_over(classic, "upgraded")
-        migration.install_upgraded(self.consumer_manager, cg)
-        return None
 
     def consumer_heartbeat_timer(
         self, group_id: str, member_id: str, fields: tuple[object, ...], now_ms: int
