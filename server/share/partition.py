@@ -254,6 +254,11 @@ class SharePartition:
                 return int(ErrorCode.INVALID_REQUEST), "RENEW without IsRenewAck"
             if b.last_offset >= self.end:
                 return int(ErrorCode.INVALID_REQUEST), "acknowledged offsets were never delivered"
+            if b.last_offset < self.start:  # Kafka's SharePartition: no cached batch holds them any more
+                return (
+                    int(ErrorCode.INVALID_RECORD_STATE),
+                    "Batch record not found. The request batch offsets are not found in the cache.",
+                )
             for off in range(max(b.first_offset, self.start), b.last_offset + 1):
                 rec = self.window[off]
                 if rec.state != ACQUIRED or rec.owner != member:

@@ -96,11 +96,24 @@ def test_malformed_acks() -> None:
     assert sp.check("u1", [AckBatch(0, 10, (ACCEPT,))], False)[0] == E.INVALID_REQUEST  # past the end
 
 
-def test_below_start_is_success_without_change() -> None:
+def test_partly_below_start_skips_the_part_below() -> None:
     sp = SharePartition(0)
     sp.acquire("u1", 500, 10, 0)
-    assert ack(sp, "u1", 0, 9, ACCEPT) == 0
-    assert ack(sp, "u1", 0, 9, ACCEPT) == 0 and sp.start == 10
+    assert ack(sp, "u1", 0, 4, ACCEPT) == 0 and sp.start == 5
+    assert ack(sp, "u1", 3, 9, ACCEPT) == 0 and sp.start == 10
+
+
+def test_wholly_below_start_is_invalid_record_state_as_kafka_once_the_batch_is_pruned() -> None:
+    """A late acknowledgement of records the SPSO has passed (another member took and accepted them after the
+    lock expired): Kafka 4.3's SharePartition finds no cached batch and answers INVALID_RECORD_STATE."""
+    sp = SharePartition(0, lock_duration_ms=100)
+    sp.acquire("u1", 500, 10, 0)
+    sp.expire_locks(200)
+    assert sp.acquire("u2", 500, 10, 200) == [AcquiredRange(0, 9, 2)]
+    assert ack(sp, "u2", 0, 9, ACCEPT, now=200) == 0 and sp.start == 10
+    err, message = sp.check("u1", [AckBatch(0, 9, (ACCEPT,))], renew_allowed=True)
+    assert err == E.INVALID_RECORD_STATE and message is not None and "not found" in message
+    assert sp.start == 10
 
 
 def test_renew_restarts_lock() -> None:
