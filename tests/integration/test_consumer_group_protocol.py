@@ -3,6 +3,7 @@ ApiVersions, ListGroups v5, and a restart (SQLite) that keeps members' epochs an
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -99,8 +100,14 @@ def test_restart_keeps_epochs_and_assignments(server_factory) -> None:  # type: 
     srv.restart()
     c = RawClient(srv.host, srv.port)
     try:
-        # the members come back at the same epochs with the same partitions
-        r = heartbeat(c, "m1", 2, owned=(HeartbeatTopicPartitions(topic_id=foo, partitions=kept),))
+        # the members come back at the same epochs with the same partitions (once the restarted server has
+        # loaded its state: until then it answers COORDINATOR_LOAD_IN_PROGRESS and clients retry, as here)
+        deadline = time.monotonic() + 60
+        while True:
+            r = heartbeat(c, "m1", 2, owned=(HeartbeatTopicPartitions(topic_id=foo, partitions=kept),))
+            if r.error_code != E.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert (r.error_code, r.member_epoch) == (0, 2)
         g = c.request(
             ApiKey.CONSUMER_GROUP_DESCRIBE, 0, ConsumerGroupDescribeRequest(group_ids=("cg",))
