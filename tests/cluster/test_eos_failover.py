@@ -1,0 +1,149 @@
+"""Issue 27 items 3 and 6: an exactly-once consume-transform-produce loop (confluent-kafka) over three nodes
+survives kill -9 of its transaction coordinator's node: every input record appears in the output topic
+exactly once for a read_committed reader (no duplicate, no loss).
+
+The loop is the one librdkafka documents: consume, begin, produce, send_offsets_to_transaction, commit; on
+an abortable error abort and rewind the consumer to its committed offsets; on a retriable one retry the
+commit. The new coordinator (the next owner of the transactional id's shard) loads the id's durable state,
+finishes what the dead node left prepared and takes the client's next requests."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from groupcoord.server.storage.shards import shard_of
+from tests.cluster.helpers import partition_leases, shard_owner, start_nodes, wait_balanced
+from tests.cluster.test_transactions import read_all
+
+pytestmark = [pytest.mark.integration]
+
+TID = "eos-loop"
+RECORDS = 300
+
+
+def produce_input(bootstrap: str) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all"})
+    for i in range(RECORDS):
+        p.produce("in", value=b"r%d" % i, partition=i % 3)
+    assert p.flush(60) == 0
+
+
+async def wait_led(url: str, timeout: float = 60) -> None:
+    """Until the six partitions of `in` and `out` have leaders, two per node (the balance counts all topics)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        owners = [o for t in ("in", "out") for o, _ in (await partition_leases(url, t)).values()]
+        if len(owners) == 6 and all(owners.count(o) == 2 for o in owners):
+            return
+        assert time.monotonic() < deadline, f"partitions not spread: {owners}"
+        await asyncio.sleep(0.2)
+
+
+class Loop:
+    """The exactly-once loop, run in a thread; `committed` counts the input records of committed
+    transactions (the main coroutine kills the coordinator once some are)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.committed = 0
+        self.aborts = 0
+        self.failure: BaseException | None = None
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as e:
+            self.failure = e
+
+    def _run(self) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "eos-group",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+            }
+        )
+        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": TID, "acks": "all"})
+        producer.init_transactions(60)
+        consumer.subscribe(["in"])
+        deadline = time.monotonic() + 240
+        try:
+            while self.committed < RECORDS and not self.stop.is_set():
+                assert time.monotonic() < deadline, f"only {self.committed} of {RECORDS} committed"
+                msgs = [m for m in consumer.consume(num_messages=25, timeout=1.0) if m.error() is None]
+                if not msgs:
+                    continue
+                try:
+                    producer.begin_transaction()
+                    for m in msgs:
+                        producer.produce("out", value=b"out-" + m.value(), partition=m.partition())
+                    positions = consumer.position(consumer.assignment())
+                    producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 60)
+                    self._commit(producer)
+                    self.committed += len(msgs)
+                except KafkaException as e:
+                    err = e.args[0]
+                    if err.fatal() or not err.txn_requires_abort():
+                        raise
+                    self.aborts += 1
+                    producer.abort_transaction(60)
+                    self._rewind(consumer)
+        finally:
+            consumer.close()
+
+    @staticmethod
+    def _commit(producer: Producer) -> None:
+        for _ in range(20):
+            try:
+                producer.commit_transaction(60)
+                return
+            except KafkaException as e:
+                if not e.args[0].retriable():
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("commit_transaction kept failing")
+
+    @staticmethod
+    def _rewind(consumer: Consumer) -> None:
+        """Back to the committed offsets: the aborted transaction's records are processed again."""
+        for tp in consumer.committed(consumer.assignment(), timeout=60):
+            consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+
+async def test_exactly_once_loop_survives_kill_of_its_transaction_coordinator(
+    server_factory, pg_url: str
+) -> None:
+    nodes = start_nodes(server_factory, pg_url, 3, "--topic", "in:3", "--topic", "out:3")
+    await wait_balanced(pg_url, list(nodes))
+    await wait_led(pg_url)
+    victim = await shard_owner(pg_url, shard_of(TID, 50))
+    assert victim in nodes
+    bootstrap = nodes[next(n for n in nodes if n != victim)].bootstrap
+    await asyncio.to_thread(produce_input, bootstrap)
+    loop = Loop(bootstrap)
+    thread = threading.Thread(target=loop.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while loop.committed < 60 and loop.failure is None:
+            assert time.monotonic() < deadline, "the loop committed nothing"
+            await asyncio.sleep(0.05)
+        nodes[victim].kill()  # kill -9 of the transaction coordinator, mid-loop
+        await asyncio.to_thread(thread.join, 280)
+        assert loop.failure is None, repr(loop.failure)
+        assert not thread.is_alive()
+    finally:
+        loop.stop.set()
+    assert loop.committed == RECORDS
+    assert await shard_owner(pg_url, shard_of(TID, 50)) not in (None, victim)  # it moved
+    survivor = next(n for n in nodes if n != victim)
+    out = await asyncio.to_thread(read_all, nodes[survivor].bootstrap, "out", 3, "read_committed")
+    assert sorted(out) == sorted(b"out-r%d" % i for i in range(RECORDS))  # exactly once
