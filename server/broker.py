@@ -396,7 +396,7 @@ class Broker:
         )
         self.store.fence = self.cluster
         if isinstance(self.logs, ClusterLog):
-            self._cluster_transactions(self.cluster, self.logs, self.store)
+            self._cluster_transactions(self.cluster, self.logs)
         await self.cluster.start()
         self.loading = False
         self._schedule_cleanup()
@@ -404,7 +404,7 @@ class Broker:
             assert self.txn is not None
             self.txn.start()
 
-    def _cluster_transactions(self, node: ClusterNode, logs: ClusterLog, store: PostgresStateStore) -> None:
+    def _cluster_transactions(self, node: ClusterNode, logs: ClusterLog) -> None:
         """Transactions in cluster mode (docs/cluster.md): transactional ids live on the group shards (same
         hash, same leases), their state is loaded on takeover and fenced by the shard's epoch, markers go
         through the partition leaders and the groups' coordinators (server/cluster/markers.py)."""
@@ -416,7 +416,7 @@ class Broker:
         )
         txn.write_marker = self.markers.write_marker
         txn.complete_group = self.markers.complete_group
-        txn.read_txn = store.read_txn
+        txn.read_txn = logs.read_txn  # on the data plane's pool: produce traffic never starves the leases
         txn.epoch_of = lambda tid: node.held.get(shard_of(tid, shards), 0)
         node.on_txns_loaded = txn.load
         node.on_txns_dropped = lambda gone: txn.unload(

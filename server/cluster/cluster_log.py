@@ -44,6 +44,7 @@ from collections.abc import Callable
 import asyncpg
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.records import TxnValue
 from groupcoord.server.log.batch import parse_header
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.maintenance import MaintenanceConfig
@@ -53,6 +54,7 @@ from groupcoord.server.log.topics import TopicInfo, collision_key, new_topic_id
 from groupcoord.server.log.txn_state import control_batch
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.postgres import redact
+from groupcoord.server.storage.sqlite import decode_txn
 
 log = logging.getLogger(__name__)
 
@@ -472,6 +474,18 @@ class ClusterLog(LogManager):
             plog.restore(stored)
             self._wake(plog)
         return ErrorCode.NONE
+
+    async def read_txn(self, transactional_id: str) -> TxnValue | None:
+        """A transactional id's durable state, read on this log's own pool: the verification of every
+        transactional batch must not take the connections the lease renewals use (the state store's)."""
+        try:
+            async with self.pool.acquire() as conn:
+                value = await conn.fetchval(
+                    "SELECT value FROM transactions WHERE transactional_id = $1", transactional_id
+                )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"transaction state read failed: {e}") from e
+        return None if value is None else decode_txn(value)
 
     async def init_producer_id(self) -> tuple[int, int]:
         async with self.pool.acquire() as conn:

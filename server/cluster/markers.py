@@ -151,8 +151,9 @@ class MarkerRouter:
                 self._correlation += 1
                 writer.write(encode_request(ApiKey.WRITE_TXN_MARKERS, VERSION, self._correlation, body))
                 await writer.drain()
-                size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 30))[0]
-                frame = await asyncio.wait_for(reader.readexactly(size), 30)
+                wait = max(1.0, self.retry_for_s / 2)  # a paused node: give up and retry at the next leader
+                size = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), wait))[0]
+                frame = await asyncio.wait_for(reader.readexactly(size), wait)
             except BaseException:
                 self._forget(address)
                 raise

@@ -36,7 +36,6 @@ from groupcoord.server.coordinator.records import (
     PendingOffsetRecord,
     Record,
     TxnRecord,
-    TxnValue,
     decode_consumer_group_value,
     decode_share_record,
     encode_consumer_group_value,
@@ -174,19 +173,6 @@ class PostgresStateStore:
             raise StorageError(f"state load failed: {e}") from e
         records += [TxnRecord(r[0], decode_txn(r[1])) for r in txns if shard_of(r[0], self.shards) in wanted]
         return records
-
-    async def read_txn(self, transactional_id: str) -> TxnValue | None:
-        """The durable state of one transactional id as its coordinator last wrote it (cluster mode: a
-        partition leader verifying a transactional Produce, a group coordinator a TxnOffsetCommit, while the
-        transaction coordinator is another node)."""
-        try:
-            async with self.pool.acquire() as conn:
-                value = await conn.fetchval(
-                    "SELECT value FROM transactions WHERE transactional_id = $1", transactional_id
-                )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            raise StorageError(f"transaction state read failed: {e}") from e
-        return None if value is None else decode_txn(value)
 
     async def _load(self, where: str, args: tuple, *, with_transactions: bool) -> list[Record]:
         try:

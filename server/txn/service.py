@@ -192,15 +192,17 @@ class TxnCoordinator:
 
     async def _complete(self, m: Markers) -> bool:
         """Markers to every partition, completion of every group, then Complete* (durable)."""
-        ok = True
         epoch = self.coordinator_epoch if self.epoch_of is None else self.epoch_of(m.transactional_id)
-        for topic, partition in m.partitions:
-            err = await self.write_marker(topic, partition, m.producer_id, m.producer_epoch, m.commit, epoch)
-            if err not in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION):  # a deleted topic needs no marker
-                ok = False
-        for group_id in m.groups:
-            if not await self.complete_group(group_id, m.producer_id, m.commit):
-                ok = False
+        # every partition and group at once: in cluster mode each may be another node's, retried on its own
+        written = await asyncio.gather(
+            *(
+                self.write_marker(topic, partition, m.producer_id, m.producer_epoch, m.commit, epoch)
+                for topic, partition in m.partitions
+            )
+        )
+        completed = await asyncio.gather(*(self.complete_group(g, m.producer_id, m.commit) for g in m.groups))
+        # a deleted topic needs no marker
+        ok = all(err in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for err in written) and all(completed)
         if not ok:  # left in Prepare*: the periodic check (or the next start) finishes it
             log.warning("transaction markers incomplete; will retry", transactional_id=m.transactional_id)
             return False
