@@ -54,6 +54,8 @@ class Loop:
         self.aborts = 0
         self.failure: BaseException | None = None
         self.stop = threading.Event()
+        self.events: list[str] = []  # the client errors met, for the failure message
+        self.deadline = time.monotonic() + 240
 
     def run(self) -> None:
         try:
@@ -74,10 +76,9 @@ class Loop:
         producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": TID, "acks": "all"})
         producer.init_transactions(60)
         consumer.subscribe(["in"])
-        deadline = time.monotonic() + 240
         try:
             while self.committed < RECORDS and not self.stop.is_set():
-                assert time.monotonic() < deadline, f"only {self.committed} of {RECORDS} committed"
+                assert time.monotonic() < self.deadline, f"only {self.committed} of {RECORDS} committed"
                 msgs = [m for m in consumer.consume(num_messages=25, timeout=1.0) if m.error() is None]
                 if not msgs:
                     continue
@@ -91,6 +92,7 @@ class Loop:
                     self.committed += len(msgs)
                 except KafkaException as e:
                     err = e.args[0]
+                    self.events.append(f"{self.committed}: {err}")
                     if err.fatal() or not err.txn_requires_abort():
                         raise
                     self.aborts += 1
@@ -99,17 +101,16 @@ class Loop:
         finally:
             consumer.close()
 
-    @staticmethod
-    def _commit(producer: Producer) -> None:
-        for _ in range(20):
+    def _commit(self, producer: Producer) -> None:
+        while True:
             try:
-                producer.commit_transaction(60)
+                producer.commit_transaction(30)
                 return
             except KafkaException as e:
-                if not e.args[0].retriable():
+                self.events.append(f"{self.committed}: commit: {e.args[0]}")
+                if not e.args[0].retriable() or time.monotonic() > self.deadline:
                     raise
                 time.sleep(0.5)
-        raise AssertionError("commit_transaction kept failing")
 
     @staticmethod
     def _rewind(consumer: Consumer) -> None:
@@ -138,8 +139,8 @@ async def test_exactly_once_loop_survives_kill_of_its_transaction_coordinator(
             await asyncio.sleep(0.05)
         nodes[victim].kill()  # kill -9 of the transaction coordinator, mid-loop
         await asyncio.to_thread(thread.join, 280)
-        assert loop.failure is None, repr(loop.failure)
-        assert not thread.is_alive()
+        assert loop.failure is None, (repr(loop.failure), loop.events)
+        assert not thread.is_alive(), (loop.committed, loop.events)
     finally:
         loop.stop.set()
     assert loop.committed == RECORDS
