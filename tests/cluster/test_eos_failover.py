@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -19,6 +20,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from groupcoord.server.storage.shards import shard_of
 from tests.cluster.helpers import partition_leases, shard_owner, start_nodes, wait_balanced
 from tests.cluster.test_transactions import read_all
+from tests.conftest import ServerProcess
 
 pytestmark = [pytest.mark.integration]
 
@@ -31,6 +33,12 @@ def produce_input(bootstrap: str) -> None:
     for i in range(RECORDS):
         p.produce("in", value=b"r%d" % i, partition=i % 3)
     assert p.flush(60) == 0
+
+
+def txn_log(node: ServerProcess) -> list[str]:
+    """The node's log lines about transactions and leadership (a failure's story)."""
+    words = ("txn", "transaction", "marker", "shards loaded", "Traceback", "rror")
+    return [line[:300] for line in node.log().splitlines() if any(w in line for w in words)][-30:]
 
 
 async def wait_led(url: str, timeout: float = 60) -> None:
@@ -93,15 +101,16 @@ class Loop:
                 except KafkaException as e:
                     err = e.args[0]
                     self.events.append(f"{self.committed}: {err}")
-                    if err.fatal() or not err.txn_requires_abort():
+                    if err.fatal():
                         raise
-                    self.aborts += 1
-                    producer.abort_transaction(60)
-                    self._rewind(consumer)
+                    self.aborts += 1  # abortable (or retriable: start this batch over the same way)
+                    self._retrying("abort", lambda: producer.abort_transaction(30))
+                    self._retrying("rewind", lambda: self._rewind(consumer))
         finally:
             consumer.close()
 
     def _commit(self, producer: Producer) -> None:
+        """A retriable commit error leaves the outcome open: librdkafka says to call commit again."""
         while True:
             try:
                 producer.commit_transaction(30)
@@ -112,10 +121,21 @@ class Loop:
                     raise
                 time.sleep(0.5)
 
+    def _retrying(self, what: str, step: Callable[[], object]) -> None:
+        while True:
+            try:
+                step()
+                return
+            except KafkaException as e:
+                self.events.append(f"{self.committed}: {what}: {e.args[0]}")
+                if e.args[0].fatal() or time.monotonic() > self.deadline:
+                    raise
+                time.sleep(0.5)
+
     @staticmethod
     def _rewind(consumer: Consumer) -> None:
         """Back to the committed offsets: the aborted transaction's records are processed again."""
-        for tp in consumer.committed(consumer.assignment(), timeout=60):
+        for tp in consumer.committed(consumer.assignment(), timeout=30):
             consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
 
@@ -139,8 +159,9 @@ async def test_exactly_once_loop_survives_kill_of_its_transaction_coordinator(
             await asyncio.sleep(0.05)
         nodes[victim].kill()  # kill -9 of the transaction coordinator, mid-loop
         await asyncio.to_thread(thread.join, 280)
-        assert loop.failure is None, (repr(loop.failure), loop.events)
-        assert not thread.is_alive(), (loop.committed, loop.events)
+        why = (loop.committed, repr(loop.failure), loop.events, [txn_log(n) for n in nodes.values()])
+        assert loop.failure is None, why
+        assert not thread.is_alive(), why
     finally:
         loop.stop.set()
     assert loop.committed == RECORDS
