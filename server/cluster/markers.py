@@ -117,6 +117,9 @@ class MarkerRouter:
             except (OSError, EOFError, asyncio.IncompleteReadError, TimeoutError) as e:
                 log.info("transaction marker not delivered; retrying", target=what, error=repr(e))
                 code = E.REQUEST_TIMED_OUT
+            except Exception as e:  # an answer we cannot read: never fail the transaction's request on it
+                log.warning("transaction marker answer unreadable; retrying", target=what, error=repr(e))
+                code = E.REQUEST_TIMED_OUT
             if code not in RETRIABLE or loop.time() >= deadline:
                 return code
             await asyncio.sleep(RETRY_S)
@@ -162,7 +165,10 @@ class MarkerRouter:
         for m in resp.markers:
             for t in m.topics:
                 for p in t.partitions:
-                    return ErrorCode(p.error_code)
+                    try:
+                        return ErrorCode(p.error_code)
+                    except ValueError:
+                        return E.UNKNOWN_SERVER_ERROR
         return E.UNKNOWN_SERVER_ERROR
 
     async def _connection(self, target: NodeInfo) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
