@@ -10,6 +10,8 @@ finishes what the dead node left prepared and takes the client's next requests."
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +54,15 @@ async def wait_led(url: str, timeout: float = 60) -> None:
         await asyncio.sleep(0.2)
 
 
+class ListHandler(logging.Handler):
+    def __init__(self, lines: collections.deque[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage()[:300])
+
+
 class Loop:
     """The exactly-once loop, run in a thread; `committed` counts the input records of committed
     transactions (the main coroutine kills the coordinator once some are)."""
@@ -63,7 +74,9 @@ class Loop:
         self.failure: BaseException | None = None
         self.stop = threading.Event()
         self.events: list[str] = []  # the client errors met, for the failure message
-        self.deadline = time.monotonic() + 240
+        self.deadline = time.monotonic() + 170
+        #: librdkafka's transaction debug lines (the last ones go in a failure's message)
+        self.client_log: collections.deque[str] = collections.deque(maxlen=60)
 
     def run(self) -> None:
         try:
@@ -81,7 +94,19 @@ class Loop:
                 "isolation.level": "read_committed",
             }
         )
-        producer = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": TID, "acks": "all"})
+        client_log = logging.getLogger(f"eos-client-{id(self)}")
+        client_log.addHandler(ListHandler(self.client_log))
+        client_log.setLevel(logging.DEBUG)
+        client_log.propagate = False
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": TID,
+                "acks": "all",
+                "debug": "eos,protocol",
+            },
+            logger=client_log,
+        )
         producer.init_transactions(60)
         consumer.subscribe(["in"])
         try:
@@ -158,8 +183,17 @@ async def test_exactly_once_loop_survives_kill_of_its_transaction_coordinator(
             assert time.monotonic() < deadline, "the loop committed nothing"
             await asyncio.sleep(0.05)
         nodes[victim].kill()  # kill -9 of the transaction coordinator, mid-loop
-        await asyncio.to_thread(thread.join, 280)
-        why = (loop.committed, repr(loop.failure), loop.events, [txn_log(n) for n in nodes.values()])
+        await asyncio.to_thread(thread.join, 200)
+        why = (
+            loop.committed,
+            repr(loop.failure),
+            loop.events,
+            [txn_log(n) for n in nodes.values()],
+            list(loop.client_log),
+        )
+        if loop.failure is not None or thread.is_alive():
+            for part in why:  # in full: pytest shortens an assertion's message
+                print(*(part if isinstance(part, list) else [part]), sep="\n")
         assert loop.failure is None, why
         assert not thread.is_alive(), why
     finally:
