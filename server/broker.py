@@ -39,6 +39,7 @@ from groupcoord.server.apis import (
 from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
 from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.cluster.markers import MarkerRouter
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
@@ -66,6 +67,7 @@ from groupcoord.server.share.service import ShareService
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.postgres import PostgresStateStore
+from groupcoord.server.storage.shards import shard_of
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
 from groupcoord.server.topic_view import Topics
@@ -211,6 +213,8 @@ class Broker:
         #: cluster mode (`--cluster`): this node's leases and the shard routing; None on a single node
         self.cluster: ClusterNode | None = None
         self.cluster_log_maintenance: ClusterMaintenance | None = None  # retention, compaction in PostgreSQL
+        #: cluster mode: where transaction markers go (server/cluster/markers.py)
+        self.markers: MarkerRouter | None = None
         if config.cluster:
             self.dispatcher.route = routing.route
 
@@ -439,11 +443,35 @@ class Broker:
             handover_per_tick=cfg.cluster_handover_per_tick,
         )
         self.store.fence = self.cluster
+        if isinstance(self.logs, ClusterLog):
+            self._cluster_transactions(self.cluster, self.logs)
         await self.cluster.start()
         if self.cluster_log_maintenance is not None:
             self.cluster_log_maintenance.start()
         self.loading = False
         self._schedule_cleanup()
+        if isinstance(self.logs, ClusterLog):
+            assert self.txn is not None
+            self.txn.start()
+
+    def _cluster_transactions(self, node: ClusterNode, logs: ClusterLog) -> None:
+        """Transactions in cluster mode (docs/cluster.md): transactional ids live on the group shards (same
+        hash, same leases), their state is loaded on takeover and fenced by the shard's epoch, markers go
+        through the partition leaders and the groups' coordinators (server/cluster/markers.py)."""
+        txn = self.txn
+        assert txn is not None
+        shards = self.config.offsets_topic_num_partitions
+        self.markers = MarkerRouter(
+            node, logs, self._complete_group_txn, retry_for_s=3 * self.config.cluster_lease_ttl_ms / 1000
+        )
+        txn.write_marker = self.markers.write_marker
+        txn.complete_group = self.markers.complete_group
+        txn.read_txn = logs.read_txn  # on the data plane's pool: produce traffic never starves the leases
+        txn.epoch_of = lambda tid: node.held.get(shard_of(tid, shards), 0)
+        node.on_txns_loaded = txn.load
+        node.on_txns_dropped = lambda gone: txn.unload(
+            [t for t in list(txn.machine.txns) if shard_of(t, shards) in gone]
+        )
 
     @property
     def routing(self) -> ClusterNode | None:
@@ -562,6 +590,8 @@ class Broker:
                 conn.transport.close()
         if self.txn is not None:
             await self.txn.close()
+        if self.markers is not None:
+            self.markers.close()
         if self.runtime is not None:
             await self.runtime.quiesce()
             self.runtime.close()

@@ -98,7 +98,12 @@ class ShardRouting(Protocol):
         ...
 
     def coordinator_of(self, group_id: str) -> NodeAddress | None:
-        """The owner of the group's shard; None while no live node holds it."""
+        """The owner of the group's shard; None while no live node holds it. A transactional id hashes to
+        a shard the same way: its transaction coordinator."""
+        ...
+
+    def shard_status(self, shard: int) -> ErrorCode:
+        """As `group_status`, for a shard by number (`__consumer_offsets` partition N of a WriteTxnMarkers)."""
         ...
 
     def live_nodes(self) -> Sequence[NodeAddress]: ...

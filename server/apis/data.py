@@ -34,6 +34,7 @@ from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
 from groupcoord.server.apis.topic_rules import check_partition_assignments
+from groupcoord.server.apis.txn_routing import txn_status
 from groupcoord.server.log.batch import HEADER_SIZE, parse_header
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.manager import OffsetResult, ReadResult
@@ -87,7 +88,17 @@ async def _append(
     if header is not None and header.is_transactional:
         if tid is None:
             return await _failed(ErrorCode.INVALID_TXN_STATE, "a transactional batch needs a TransactionalId")
-        code = ctx.services.txn.verify(tid, header.producer_id, header.producer_epoch, topic, partition)
+        txn = ctx.services.txn
+        pid, epoch = header.producer_id, header.producer_epoch
+        if ctx.services.routing is not None:  # cluster mode: checked under the partition's lock, durably
+            return await ctx.services.logs.append(
+                topic,
+                partition,
+                records,
+                acks,
+                verify=lambda: txn.verify_durable(tid, pid, epoch, topic, partition),
+            )
+        code = txn.verify(tid, pid, epoch, topic, partition)
         if code != ErrorCode.NONE:
             return await _failed(code, f"{topic}-{partition} is not in the ongoing transaction of {tid!r}")
     return await ctx.services.logs.append(topic, partition, records, acks)
@@ -259,12 +270,9 @@ def leader_epoch_error(ctx: RequestContext, topic: str, partition: int, requeste
 
 def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
     if req.transactional_id is not None:
-        if ctx.services.routing is not None:  # cluster mode coordinates no transactions (differences.md)
-            return ip.InitProducerIdResponse(error_code=ErrorCode.NOT_COORDINATOR, producer_epoch=-1)
-        if ctx.services.loading:
-            return ip.InitProducerIdResponse(
-                error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, producer_epoch=-1
-            )
+        status = txn_status(ctx, req.transactional_id)  # cluster mode: the id's shard is served here?
+        if status != ErrorCode.NONE:
+            return ip.InitProducerIdResponse(error_code=status, producer_epoch=-1)
         return asyncio.ensure_future(_init_transactional(ctx, req))
     return asyncio.ensure_future(_init_producer_id(ctx))
 

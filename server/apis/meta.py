@@ -247,11 +247,6 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
         )
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {req.key_type}"
-    if req.key_type == 1 and ctx.services.routing is not None:
-        error, message = (
-            ErrorCode.INVALID_REQUEST,
-            "transactions are not coordinated in cluster mode (--cluster); run a single node for exactly-once",
-        )
     ok = error == ErrorCode.NONE
     # the advertised address of the listener the request came in on, as Kafka answers
     here = (cfg.node_id, ctx.listener.advertised_host, ctx.listener.advertised_port) if ok else (-1, "", -1)
@@ -260,9 +255,17 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
         routing = ctx.services.routing
         if not ok or routing is None:
             return (*here, error, message)
-        owner = routing.coordinator_of(key)  # cluster mode: the owner of the group's shard
+        owner = routing.coordinator_of(
+            key
+        )  # cluster mode: the owner of the group's (transactional id's) shard
         if owner is None:
-            return -1, "", -1, ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's shard is being failed over"
+            return (
+                -1,
+                "",
+                -1,
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "the coordinator's shard is being failed over",
+            )
         return owner.node_id, owner.host, owner.port, ErrorCode.NONE, None
 
     if ctx.version >= 4:

@@ -16,6 +16,12 @@ transactional offsets instead, as Kafka's `groupCoordinator.completeTransaction`
 holding pending offsets of that producer, since the groups are not spread over log partitions
 (docs/differences.md). The answer has one entry per producer id. The ACL check (ALTER or CLUSTER_ACTION on
 CLUSTER) is in `authz_tools`.
+
+Cluster mode: this is how a transaction coordinator on another node writes a marker here
+(server/cluster/markers.py): a partition this node does not lead gets NOT_LEADER_OR_FOLLOWER from the
+`ClusterLog` (the coordinator retries at the new leader), and `__consumer_offsets` partition N — group shard
+N — is completed only while this node serves shard N (NOT_LEADER_OR_FOLLOWER otherwise, as Kafka answers for
+a `__consumer_offsets` partition it does not lead).
 """
 
 from __future__ import annotations
@@ -95,9 +101,14 @@ async def _write_markers(ctx: RequestContext, req: wm.WriteTxnMarkersRequest) ->
                 if not topics.has_partition(t.name, p):
                     code: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif topics.is_internal(t.name):
-                    if groups_done is None:
-                        groups_done = await _complete_groups(ctx, m.producer_id, m.transaction_result)
-                    code = groups_done
+                    routing = ctx.services.routing
+                    status = ErrorCode.NONE if routing is None else routing.shard_status(p)
+                    if status != ErrorCode.NONE:  # cluster mode: the group's shard is not (yet) served here
+                        code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    else:
+                        if groups_done is None:
+                            groups_done = await _complete_groups(ctx, m.producer_id, m.transaction_result)
+                        code = groups_done
                 else:
                     code = await logs.write_marker(
                         t.name, p, m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch

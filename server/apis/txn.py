@@ -11,6 +11,11 @@ Version notes (declarations in `protocol/messages/`, ranges as Kafka 4.x brokers
 - TxnOffsetCommit 0-5: the group side (pending offsets until the marker) after the producer check; v3+
   carries the member for KIP-447's generation/member checks.
 - DescribeTransactions 0 and ListTransactions 0-2 for operators (kafka-transactions.sh).
+
+Cluster mode (docs/cluster.md): every request naming a transactional id is answered by the owner of the
+id's shard (`txn_routing.txn_status`; NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS while loading);
+TxnOffsetCommit by the group's coordinator, which checks the producer against the transaction's durable
+state (its coordinator may be another node); ListTransactions lists this node's ids, as each Kafka broker.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from groupcoord.protocol.messages import end_txn as et
 from groupcoord.protocol.messages import list_transactions as ltx
 from groupcoord.protocol.messages import txn_offset_commit as tc
 from groupcoord.server.apis.commit_plan import plan_commit
+from groupcoord.server.apis.txn_routing import txn_status
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Mapped, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -88,15 +94,21 @@ async def _add_one(
     known = ctx.services.topics
     errors: dict[tuple[str, int], int] = {}
     bad = {tp for tp in wanted if not known.has_partition(*tp) or known.is_internal(tp[0])}
-    if ctx.services.loading:
-        errors = dict.fromkeys(wanted, int(LOADING))
+    status = LOADING if ctx.services.loading else E.NONE
+    if not verify_only and status == E.NONE:
+        status = txn_status(ctx, tid)  # cluster mode: the id's coordinator shard must be served here
+    if status != E.NONE:
+        errors = dict.fromkeys(wanted, int(status))
     elif bad:
         errors = {
             tp: int(E.UNKNOWN_TOPIC_OR_PARTITION if tp in bad else E.OPERATION_NOT_ATTEMPTED) for tp in wanted
         }
     elif verify_only:
         txn = ctx.services.txn
-        errors = {tp: int(txn.verify(tid, pid, epoch, *tp)) for tp in wanted}
+        if ctx.services.routing is not None:  # cluster mode: the state its coordinator made durable
+            errors = {tp: int(await txn.verify_durable(tid, pid, epoch, *tp)) for tp in wanted}
+        else:
+            errors = {tp: int(txn.verify(tid, pid, epoch, *tp)) for tp in wanted}
     else:
         code = await ctx.services.txn.add_partitions(tid, pid, epoch, tuple(wanted))
         errors = dict.fromkeys(wanted, fenced_for(ctx.version, 2, code))
@@ -118,8 +130,9 @@ async def _add_one(
 
 
 def add_offsets_to_txn(ctx: RequestContext, req: ao.AddOffsetsToTxnRequest) -> Any:
-    if ctx.services.loading:
-        return ao.AddOffsetsToTxnResponse(error_code=LOADING)
+    status = txn_status(ctx, req.transactional_id)
+    if status != E.NONE:
+        return ao.AddOffsetsToTxnResponse(error_code=status)
 
     async def run() -> ao.AddOffsetsToTxnResponse:
         code = await ctx.services.txn.add_offsets(
@@ -131,8 +144,9 @@ def add_offsets_to_txn(ctx: RequestContext, req: ao.AddOffsetsToTxnRequest) -> A
 
 
 def end_txn(ctx: RequestContext, req: et.EndTxnRequest) -> Any:
-    if ctx.services.loading:
-        return et.EndTxnResponse(error_code=LOADING)
+    status = txn_status(ctx, req.transactional_id)
+    if status != E.NONE:
+        return et.EndTxnResponse(error_code=status)
 
     async def run() -> et.EndTxnResponse:
         txn = ctx.services.txn
@@ -151,13 +165,34 @@ def end_txn(ctx: RequestContext, req: et.EndTxnRequest) -> Any:
 
 
 def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> Any:
-    producer_error = (
-        LOADING
-        if ctx.services.loading
-        else ctx.services.txn.check_offsets_producer(
+    routing = ctx.services.routing
+    if routing is None or ctx.services.loading:
+        producer_error = (
+            LOADING
+            if ctx.services.loading
+            else ctx.services.txn.check_offsets_producer(
+                req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
+            )
+        )
+        return _txn_offset_commit(ctx, req, producer_error)
+    # cluster mode: sent to the group's coordinator, which may not coordinate the transactional id
+    status = routing.group_status(req.group_id)
+    if status != E.NONE:
+        return _txn_offset_commit(ctx, req, status)
+
+    async def run() -> Any:
+        code = await ctx.services.txn.check_offsets_producer_durable(
             req.transactional_id, req.producer_id, req.producer_epoch, req.group_id
         )
-    )
+        result = _txn_offset_commit(ctx, req, code)
+        if isinstance(result, Mapped):
+            return result.convert(await result.src)
+        return await result if isinstance(result, asyncio.Future) else result
+
+    return asyncio.ensure_future(run())
+
+
+def _txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest, producer_error: ErrorCode) -> Any:
     plan = plan_commit(
         req.topics,
         ctx.services.topics.has_partition,
@@ -210,9 +245,10 @@ def describe_transactions(
 ) -> dtx.DescribeTransactionsResponse:
     out = []
     for tid in req.transactional_ids:
-        v = None if ctx.services.loading else ctx.services.txn.describe(tid)
+        status = txn_status(ctx, tid)  # cluster mode: NOT_COORDINATOR for an id coordinated elsewhere
+        v = ctx.services.txn.describe(tid) if status == E.NONE else None
         if v is None:
-            code = LOADING if ctx.services.loading else E.TRANSACTIONAL_ID_NOT_FOUND
+            code = status if status != E.NONE else E.TRANSACTIONAL_ID_NOT_FOUND
             out.append(
                 dtx.TransactionState(
                     error_code=code,

@@ -28,7 +28,10 @@ durable copy:
 * **Topic configs** are the registry's `configs` column (`set_topic_configs`; every node adopts them through
   `on_topics` at each registry read). **Retention and compaction** are `cluster_maintenance.py`'s, stored
   through `trim` and `replace_cleaned`, both fenced by the partition's lease.
-* Not yet here: transactions (refused in cluster mode; docs/cluster.md).
+* **Transactions**: a transactional batch is verified against its transaction's durable state under the
+  partition's lock (`append(verify=…)`), and COMMIT/ABORT markers are appended by the leader under the same
+  lock and the same lease fence (`write_marker`); takeover rebuilds the open transactions, the last stable
+  offset and the aborted index from the stored batches, so read_committed fetches see the same on any leader.
 """
 
 from __future__ import annotations
@@ -43,16 +46,20 @@ from collections.abc import Callable
 import asyncpg
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.coordinator.records import TxnValue
+from groupcoord.server.log.batch import parse_header
 from groupcoord.server.log.cleaner import CleanStats, discard, swap_in
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.maintenance import MaintenanceConfig
-from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult
+from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult, Verify
 from groupcoord.server.log.partition import PartitionLog
 from groupcoord.server.log.retention import drop_segments
 from groupcoord.server.log.segment import Segment
 from groupcoord.server.log.topics import TopicInfo, collision_key, new_topic_id
+from groupcoord.server.log.txn_state import control_batch
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.postgres import redact
+from groupcoord.server.storage.sqlite import decode_txn
 
 log = logging.getLogger(__name__)
 
@@ -381,8 +388,15 @@ class ClusterLog(LogManager):
     # -- data plane
 
     async def append(
-        self, topic: str, partition: int, records: bytes | bytearray | memoryview, acks: int
+        self,
+        topic: str,
+        partition: int,
+        records: bytes | bytearray | memoryview,
+        acks: int,
+        verify: Verify | None = None,
     ) -> AppendResult:
+        """`verify` (a transactional batch) runs under the partition's lock, right before the fenced insert:
+        a marker, written under the same lock, cannot slip between the check and the append."""
         if acks not in (0, 1, -1):
             return AppendResult(ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, error_message=f"acks={acks}")
         key = (topic, partition)
@@ -394,6 +408,12 @@ class ClusterLog(LogManager):
         async with self._locks.setdefault(key, asyncio.Lock()):
             if self._logs.get(key) is not plog:  # lost while waiting for the lock
                 return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
+            if verify is not None:
+                code = await verify()
+                if code != ErrorCode.NONE:
+                    return AppendResult(code, -1, -1, error_message=f"{topic}-{partition}: {code.name}")
+                if self._logs.get(key) is not plog:
+                    return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
             try:
                 h, duplicate = plog.prepare(records)
             except LogError as e:
@@ -402,26 +422,33 @@ class ClusterLog(LogManager):
                 return AppendResult(ErrorCode.NONE, duplicate, plog.log_start_offset)
             base = plog.next_offset
             stored = plog.stored_bytes(records, h)
-            try:
-                async with self.pool.acquire() as conn:
-                    done = await conn.fetchval(
-                        _INSERT, topic, partition, self.node_id, self.epochs[key], base,
-                        base + h.last_offset_delta, stored,
-                    )  # fmt: skip
-                if done is None:
-                    raise PartitionFenced(f"{topic}-{partition}")
-            except (PartitionFenced, asyncpg.UniqueViolationError, KeyError):
-                log.warning("%s-%d: lease lost; no longer its leader", topic, partition)
-                self._lose(key)
-                return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                # in doubt (the commit may have landed): reload from PostgreSQL before serving again
-                log.error("%s-%d: append failed: %r; reloading the partition", topic, partition, e)
-                self._lose(key)
-                return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, error_message=str(e))
+            code = await self._insert(key, base, base + h.last_offset_delta, stored)
+            if code != ErrorCode.NONE:
+                return AppendResult(code, -1, -1)
             plog.restore(stored)
             self._wake(plog)
             return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
+
+    async def _insert(self, key: Key, base: int, last: int, stored: bytes) -> ErrorCode:
+        """One batch into PostgreSQL, fenced by the partition's lease (under the partition's lock)."""
+        topic, partition = key
+        try:
+            async with self.pool.acquire() as conn:
+                done = await conn.fetchval(
+                    _INSERT, topic, partition, self.node_id, self.epochs[key], base, last, stored
+                )
+            if done is None:
+                raise PartitionFenced(f"{topic}-{partition}")
+        except (PartitionFenced, asyncpg.UniqueViolationError, KeyError):
+            log.warning("%s-%d: lease lost; no longer its leader", topic, partition)
+            self._lose(key)
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            # in doubt (the commit may have landed): reload from PostgreSQL before serving again
+            log.error("%s-%d: append failed: %r; reloading the partition", topic, partition, e)
+            self._lose(key)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE
 
     def read(
         self,
@@ -554,8 +581,45 @@ class ClusterLog(LogManager):
         commit: bool,
         coordinator_epoch: int,
     ) -> ErrorCode:
-        """Cluster mode coordinates no transactions yet (docs/differences.md): no marker is written."""
-        return ErrorCode.INVALID_TXN_STATE
+        """A COMMIT/ABORT marker appended by this partition's leader, fenced by its lease as any batch
+        (a deposed leader can never append one), under the partition's lock (ordered with transactional
+        appends, which verify their transaction under it). NOT_LEADER_OR_FOLLOWER when not led here: the
+        coordinator asks the leader (server/cluster/markers.py)."""
+        key = (topic, partition)
+        plog = self._logs.get(key)
+        if plog is None or self._closed:
+            return self._absent(topic, partition)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if self._logs.get(key) is not plog:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            entry = plog.producers.producers.get(producer_id)
+            if entry is not None and producer_epoch < entry.epoch:
+                log.error(
+                    "%s-%d: marker epoch %d is older than %d", topic, partition, producer_epoch, entry.epoch
+                )
+                return ErrorCode.INVALID_PRODUCER_EPOCH
+            blob = control_batch(producer_id, producer_epoch, commit, coordinator_epoch)
+            h = parse_header(blob)
+            base = plog.next_offset
+            stored = plog.stored_bytes(blob, h)
+            code = await self._insert(key, base, base + h.last_offset_delta, stored)
+            if code != ErrorCode.NONE:
+                return code
+            plog.restore(stored)
+            self._wake(plog)
+        return ErrorCode.NONE
+
+    async def read_txn(self, transactional_id: str) -> TxnValue | None:
+        """A transactional id's durable state, read on this log's own pool: the verification of every
+        transactional batch must not take the connections the lease renewals use (the state store's)."""
+        try:
+            async with self.pool.acquire() as conn:
+                value = await conn.fetchval(
+                    "SELECT value FROM transactions WHERE transactional_id = $1", transactional_id
+                )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"transaction state read failed: {e}") from e
+        return None if value is None else decode_txn(value)
 
     async def init_producer_id(self) -> tuple[int, int]:
         async with self.pool.acquire() as conn:

@@ -35,6 +35,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.cluster import leases
 from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.partitions import PartitionLeases
+from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.runtime import GroupRuntime
 from groupcoord.server.storage.postgres import PostgresStateStore
@@ -86,6 +87,10 @@ class ClusterNode:
         self._stopping = False
         self.takeovers = 0  # shards loaded since start (tests, metrics)
         self._claim: asyncpg.Connection | None = None  # holds this node id (leases.claim_node_id)
+        #: the transaction coordinator's side of a shard move (the broker wires server/txn here): the
+        #: transactional ids' records of shards taken, and the shards given up
+        self.on_txns_loaded: Callable[[list[TxnRecord]], None] = lambda records: None
+        self.on_txns_dropped: Callable[[set[int]], None] = lambda shards: None
 
     # -- WriteFence (storage) and ShardRouting (handlers)
 
@@ -98,6 +103,14 @@ class ClusterNode:
     def group_status(self, group_id: str) -> ErrorCode:
         """NONE: served here; COORDINATOR_LOAD_IN_PROGRESS: being taken over here; else NOT_COORDINATOR."""
         shard = shard_of(group_id, self.shards)
+        if shard in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if shard in self.held and self._valid():
+            return ErrorCode.NONE
+        return ErrorCode.NOT_COORDINATOR
+
+    def shard_status(self, shard: int) -> ErrorCode:
+        """As `group_status`, for a shard by number (WriteTxnMarkers for `__consumer_offsets` partition N)."""
         if shard in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         if shard in self.held and self._valid():
@@ -217,9 +230,18 @@ class ClusterNode:
                     await leases.release(conn, self.node_id, back)
             return
         still = {s for s in shards if s in self.held}  # lost meanwhile: nothing to serve
-        records = [r for r in records if shard_of(r.group_id, self.shards) in still]
+        txns = [
+            r
+            for r in records
+            if isinstance(r, TxnRecord) and shard_of(r.transactional_id, self.shards) in still
+        ]
+        records = [
+            r for r in records if not isinstance(r, TxnRecord) and shard_of(r.group_id, self.shards) in still
+        ]
         for rec in records:
             self.machine.replay(rec)
+        if txns:
+            self.on_txns_loaded(txns)
         group_ids = {r.group_id for r in records}
         effects = self.machine.finish_load(self.now_ms(), group_ids)
         if effects:
@@ -234,6 +256,8 @@ class ClusterNode:
         for s in shards:
             self.held.pop(s, None)
         self.loading -= shards
+        if shards:
+            self.on_txns_dropped(shards)
         groups = [g for g in self.machine.group_ids() if shard_of(g, self.shards) in shards]
         if groups:
             effects = self.machine.unload(self.now_ms(), groups)

@@ -21,7 +21,7 @@ import logging
 import shutil
 import struct
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -47,6 +47,9 @@ from groupcoord.server.log.topics import (
 )
 
 log = logging.getLogger(__name__)
+
+#: a check run right before an append (cluster mode: a transactional batch against its transaction)
+Verify = Callable[[], Awaitable[ErrorCode]]
 
 
 EARLIEST_TIMESTAMP = -2
@@ -396,9 +399,17 @@ class LogManager:
 
     # -- data plane --------------------------------------------------------------------------------
     async def append(
-        self, topic: str, partition: int, records: bytes | bytearray | memoryview, acks: int
+        self,
+        topic: str,
+        partition: int,
+        records: bytes | bytearray | memoryview,
+        acks: int,
+        verify: Verify | None = None,
     ) -> AppendResult:
         """Validate, dedupe and append one partition's Produce data; waits for fsync per the flush policy.
+
+        `verify` (cluster mode's transactional check, which reads shared state) runs first; a single node
+        checks its own coordinator synchronously before calling this, so it passes none.
 
         A duplicate of one of the producer's last five batches is answered with its original base offset
         and not appended. With acks=all under "always", the result is returned after the fsync.
@@ -412,6 +423,8 @@ class LogManager:
             return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, error_message="log manager is closed")
         if len(records) == 0:
             return AppendResult(ErrorCode.NONE, -1, plog.log_start_offset)
+        if verify is not None and (code := await verify()) != ErrorCode.NONE:
+            return AppendResult(code, -1, -1)
         try:
             base, duplicate = plog.append(records)
         except LogError as e:

@@ -160,9 +160,19 @@ class PostgresStateStore:
         return await self._load("", (), with_transactions=True)
 
     async def load_shards(self, shards: Sequence[int]) -> list[Record]:
-        """The live records of `shards` only (a takeover): groups first, then offsets. Transaction state is
-        not sharded (cluster mode does not coordinate transactions, docs/differences.md)."""
-        return await self._load("WHERE shard = ANY($1::int[])", (list(shards),), with_transactions=False)
+        """The live records of `shards` only (a takeover): groups first, then offsets, then the transactional
+        ids hashed to those shards (cluster mode's transaction coordinator shards, docs/cluster.md). The
+        `transactions` table has no shard column (its subject predates cluster mode): its rows are filtered
+        here by the same hash, one read of a small table per takeover."""
+        records = await self._load("WHERE shard = ANY($1::int[])", (list(shards),), with_transactions=False)
+        wanted = set(shards)
+        try:
+            async with self.pool.acquire() as conn:
+                txns = await conn.fetch("SELECT transactional_id, value FROM transactions ORDER BY 1")
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"state load failed: {e}") from e
+        records += [TxnRecord(r[0], decode_txn(r[1])) for r in txns if shard_of(r[0], self.shards) in wanted]
+        return records
 
     async def _load(self, where: str, args: tuple, *, with_transactions: bool) -> list[Record]:
         try:
@@ -227,7 +237,8 @@ class PostgresStateStore:
             g: shard_of(g, self.shards)
             for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending), *(k[1] for k in cgs)}
         }
-        fence = self._fence_args(set(shard.values()))
+        # a transactional id's state is fenced by its coordinator shard's lease, as a group's is
+        fence = self._fence_args({*shard.values(), *(shard_of(t, self.shards) for t in txns)})
         if latest.share and self.fence is not None:
             # cluster mode shards groups across nodes; share state is not sharded yet (docs/share-groups.md)
             raise StorageError("share groups are not served in cluster mode")

@@ -29,6 +29,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.records import TxnRecord, TxnValue
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.storage.base import StateStore, StorageError
+from groupcoord.server.storage.postgres import FencedError
 from groupcoord.server.txn.state import ONGOING, STATES, Decision, Markers, TxnStateMachine
 
 log = structlog.get_logger("groupcoord.txn")
@@ -36,6 +37,10 @@ E = ErrorCode
 
 #: (group id, producer id, commit) -> durable?: the group coordinator's side of a transaction marker
 CompleteGroup = Callable[[str, int, bool], Awaitable[bool]]
+#: (topic, partition, producer id, producer epoch, commit, coordinator epoch) -> error: one marker written
+WriteMarker = Callable[[str, int, int, int, bool, int], Awaitable[ErrorCode]]
+#: a transactional id's durable state (cluster mode: read where the coordinator wrote it)
+ReadTxn = Callable[[str], Awaitable[TxnValue | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +64,9 @@ class TxnCoordinator:
         max_timeout_ms: int = 900_000,
         cleanup_interval_ms: int = 10_000,
         coordinator_epoch: int = 0,
+        write_marker: WriteMarker | None = None,
+        read_txn: ReadTxn | None = None,
+        epoch_of: Callable[[str], int] | None = None,
     ) -> None:
         self.machine = TxnStateMachine(max_timeout_ms=max_timeout_ms)
         self.store = store
@@ -68,19 +76,55 @@ class TxnCoordinator:
         self.now_ms = now_ms
         self.cleanup_interval_ms = cleanup_interval_ms
         self.coordinator_epoch = coordinator_epoch
+        #: cluster mode: markers go through each partition's leader (server/cluster/markers.py)
+        self.write_marker: WriteMarker = write_marker or logs.write_marker
+        #: cluster mode: the durable state of ids coordinated elsewhere (None on a single node)
+        self.read_txn = read_txn
+        #: cluster mode: the coordinator epoch of an id = its shard's lease epoch (markers carry it)
+        self.epoch_of = epoch_of
         self._locks: dict[str, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
+        self._recoveries: set[asyncio.Task[None]] = set()
         self.timed_out_aborts = 0  # transactions aborted by the timeout check (tests, metrics)
 
     # -------------------------------------------------------------------------------- life cycle
     def replay(self, record: TxnRecord) -> None:
         self.machine.replay(record.transactional_id, record.value)
 
+    def load(self, records: list[TxnRecord]) -> None:
+        """Cluster mode's takeover of coordinator shards: adopt their transactional ids' durable state and
+        finish, in the background, what a dead or deposed coordinator left in Prepare*; an Ongoing one goes
+        on (its producer finds this node) or is aborted by the timeout check, as after a Kafka failover."""
+        for record in records:
+            self.replay(record)
+        prepared = [
+            r.transactional_id for r in records if r.value is not None and r.value.state.startswith("Prepare")
+        ]
+        if prepared:
+            task = asyncio.get_running_loop().create_task(self._finish_all(prepared), name="txn-recovery")
+            self._recoveries.add(task)
+            task.add_done_callback(self._recoveries.discard)
+
+    async def _finish_all(self, tids: list[str]) -> None:
+        for tid in tids:
+            try:
+                await self._finish_prepared(tid)
+            except Exception:
+                log.exception("finishing a prepared transaction failed", transactional_id=tid)
+
+    def unload(self, tids: list[str]) -> None:
+        """Forget ids whose shard this node gave up: their new coordinator owns them (writes here would be
+        fenced anyway)."""
+        for tid in tids:
+            self.machine.txns.pop(tid, None)
+
     def start(self) -> None:
         """Finish transactions a crash left in Prepare*, then check timeouts periodically."""
         self._task = asyncio.get_running_loop().create_task(self._run(), name="txn-timeouts")
 
     async def close(self) -> None:
+        for task in list(self._recoveries):
+            task.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -125,40 +169,45 @@ class TxnCoordinator:
         return lock
 
     # ------------------------------------------------------------------------------------- steps
-    async def _persist(self, tid: str, value: TxnValue) -> bool:
+    async def _persist(self, tid: str, value: TxnValue) -> ErrorCode:
         try:
             await self.store.write([TxnRecord(tid, value)])
+        except FencedError as e:  # cluster mode: the id's shard moved; its new owner answers from now on
+            log.warning("transaction state write fenced", transactional_id=tid, error=str(e))
+            self.machine.txns.pop(tid, None)
+            return E.NOT_COORDINATOR
         except StorageError as e:
             log.error("transaction state write failed", transactional_id=tid, error=str(e))
-            return False
+            return E.COORDINATOR_NOT_AVAILABLE
         self.machine.apply(tid, value)
-        return True
+        return E.NONE
 
     async def _decide(self, tid: str, decision: Decision) -> ErrorCode:
         """Persist a decision, then write its markers and complete; the error to answer."""
-        if decision.value is not None and not await self._persist(tid, decision.value):
-            return E.COORDINATOR_NOT_AVAILABLE
+        if decision.value is not None and (err := await self._persist(tid, decision.value)) != E.NONE:
+            return err
         if decision.markers is not None:
             await self._complete(decision.markers)
         return decision.error
 
     async def _complete(self, m: Markers) -> bool:
         """Markers to every partition, completion of every group, then Complete* (durable)."""
-        ok = True
-        for topic, partition in m.partitions:
-            err = await self.logs.write_marker(
-                topic, partition, m.producer_id, m.producer_epoch, m.commit, self.coordinator_epoch
+        epoch = self.coordinator_epoch if self.epoch_of is None else self.epoch_of(m.transactional_id)
+        # every partition and group at once: in cluster mode each may be another node's, retried on its own
+        written = await asyncio.gather(
+            *(
+                self.write_marker(topic, partition, m.producer_id, m.producer_epoch, m.commit, epoch)
+                for topic, partition in m.partitions
             )
-            if err not in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION):  # a deleted topic needs no marker
-                ok = False
-        for group_id in m.groups:
-            if not await self.complete_group(group_id, m.producer_id, m.commit):
-                ok = False
+        )
+        completed = await asyncio.gather(*(self.complete_group(g, m.producer_id, m.commit) for g in m.groups))
+        # a deleted topic needs no marker
+        ok = all(err in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION) for err in written) and all(completed)
         if not ok:  # left in Prepare*: the periodic check (or the next start) finishes it
             log.warning("transaction markers incomplete; will retry", transactional_id=m.transactional_id)
             return False
         value = self.machine.complete(m.transactional_id, self.now_ms())
-        return value is not None and await self._persist(m.transactional_id, value)
+        return value is not None and await self._persist(m.transactional_id, value) == E.NONE
 
     # ---------------------------------------------------------------------------------- requests
     async def init_producer_id(
@@ -204,9 +253,40 @@ class TxnCoordinator:
         """Synchronous: call it right before the append, with no await in between."""
         return self.machine.verify_partition(tid, producer_id, epoch, topic, partition)
 
+    async def verify_durable(
+        self, tid: str, producer_id: int, epoch: int, topic: str, partition: int
+    ) -> ErrorCode:
+        """Cluster mode's `verify` on a partition leader: the id's state as its coordinator (any node) made
+        it durable. The leader calls it under the partition's append lock, and the coordinator writes
+        Prepare* before any marker, which that same lock orders after the append: no batch of a
+        transaction can land after its marker (no hanging transaction)."""
+        if self.read_txn is None:
+            return self.verify(tid, producer_id, epoch, topic, partition)
+        try:
+            value = await self.read_txn(tid)
+        except StorageError:
+            return E.KAFKA_STORAGE_ERROR
+        return TxnStateMachine.verify_value(value, producer_id, epoch, topic, partition)
+
+    async def check_offsets_producer_durable(
+        self, tid: str, producer_id: int, epoch: int, group_id: str
+    ) -> ErrorCode:
+        """Cluster mode's TxnOffsetCommit producer check on a group coordinator that may not coordinate
+        `tid`: against the state its coordinator made durable."""
+        if self.read_txn is None:
+            return self.check_offsets_producer(tid, producer_id, epoch, group_id)
+        try:
+            value = await self.read_txn(tid)
+        except StorageError:
+            return E.COORDINATOR_NOT_AVAILABLE
+        return self._offsets_producer(value, producer_id, epoch, group_id)
+
     def check_offsets_producer(self, tid: str, producer_id: int, epoch: int, group_id: str) -> ErrorCode:
         """TxnOffsetCommit's producer check: the group must be in this producer's ongoing transaction."""
-        v = self.machine.get(tid)
+        return self._offsets_producer(self.machine.get(tid), producer_id, epoch, group_id)
+
+    @staticmethod
+    def _offsets_producer(v: TxnValue | None, producer_id: int, epoch: int, group_id: str) -> ErrorCode:
         if v is None or v.producer_id != producer_id:
             return E.INVALID_PRODUCER_ID_MAPPING
         if epoch != v.producer_epoch:

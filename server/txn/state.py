@@ -213,7 +213,11 @@ class TxnStateMachine:
     ) -> ErrorCode:
         """A transactional Produce: the partition must be in this producer's ongoing transaction (KIP-890
         part 1 verification, done here at once since the coordinator is on this node)."""
-        v = self.txns.get(transactional_id)
+        return self.verify_value(self.txns.get(transactional_id), pid, epoch, topic, partition)
+
+    @staticmethod
+    def verify_value(v: TxnValue | None, pid: int, epoch: int, topic: str, partition: int) -> ErrorCode:
+        """`verify_partition` against a given state (cluster mode reads it from the store)."""
         if v is None or v.producer_id != pid:
             return E.INVALID_PRODUCER_ID_MAPPING
         if epoch < v.producer_epoch:

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from groupcoord.server.cluster import leases
-from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue, TxnRecord, TxnValue
 from groupcoord.server.storage import PostgresStateStore
 from groupcoord.server.storage.postgres import FencedError
 from groupcoord.server.storage.shards import shard_of
@@ -99,3 +99,33 @@ async def test_released_shards_are_taken_at_once_with_a_new_epoch(store: Postgre
         await leases.release(conn, 1, held)
         taken = await leases.acquire(conn, 2, 8, 60_000)
     assert taken == {s: e + 1 for s, e in held.items()}
+
+
+async def test_transaction_state_is_fenced_by_its_ids_shard_and_loaded_with_it(
+    store: PostgresStateStore,
+) -> None:
+    """Issue 27 item 3: a transactional id's state belongs to shard `shard_of(id)`: its coordinator's write
+    is refused once another node took that shard, and the successor's takeover (`load_shards`) loads it."""
+    tid = "fenced-txn"
+    shard = shard_of(tid, 8)
+
+    def state(pid: int, state: str) -> TxnRecord:
+        return TxnRecord(tid, TxnValue(pid, 0, -1, -1, 60000, state, (("t", 0),), (), 1, 1))
+
+    async with store.pool.acquire() as conn:
+        first = await leases.acquire(conn, 1, 8, 5000)
+    store.fence = HeldLeases(1, first)
+    await store.write([state(7, "Ongoing")])
+    async with store.pool.acquire() as conn:
+        await conn.execute("UPDATE shard_lease SET expires_at = now() - interval '1 second' WHERE owner = 1")
+        second = await leases.acquire(conn, 2, 8, 5000)
+    with pytest.raises(FencedError):
+        await store.write([state(7, "PrepareCommit")])  # the deposed coordinator decides nothing
+    store.fence = HeldLeases(2, second)
+    loaded = [r for r in await store.load_shards([shard]) if isinstance(r, TxnRecord)]
+    assert [(r.transactional_id, r.value.state) for r in loaded] == [(tid, "Ongoing")]
+    others = [s for s in range(8) if s != shard]
+    assert not [r for r in await store.load_shards(others) if isinstance(r, TxnRecord)]
+    await store.write([state(7, "PrepareAbort")])  # the successor's decision
+    [again] = [r for r in await store.load_shards([shard]) if isinstance(r, TxnRecord)]
+    assert again.value.state == "PrepareAbort"

@@ -88,3 +88,40 @@ async def test_idempotent_producer_state_survives_the_takeover(logs: tuple[Clust
     assert b.partition("fenced", 0).log_end_offset == 2
     gap = await b.append("fenced", 0, make_batch(1, pid=7, epoch=0, seq=5), -1)
     assert gap.error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+async def test_markers_are_fenced_and_rebuild_the_transaction_state_on_takeover(
+    logs: tuple[ClusterLog, ClusterLog], pg_url: str
+) -> None:
+    """Issue 27 item 3: a COMMIT/ABORT marker is appended under the partition's lease like any batch (a
+    deposed leader's marker is refused by the database); a transactional batch whose verification fails is
+    not stored; the successor rebuilds the open transaction, the last stable offset and the aborted index
+    from the stored batches, so read_committed reads the same on the new leader."""
+    a, b = logs
+    await take(a, 1)
+
+    async def refuse() -> ErrorCode:
+        return ErrorCode.INVALID_TXN_STATE
+
+    async def accept() -> ErrorCode:
+        return ErrorCode.NONE
+
+    txn = make_batch(2, pid=9, epoch=0, seq=0, transactional=True)
+    assert (await a.append("fenced", 0, txn, -1, verify=refuse)).error == ErrorCode.INVALID_TXN_STATE
+    assert await stored_batches(pg_url, "fenced", 0) == []
+    assert (await a.append("fenced", 0, txn, -1, verify=accept)).base_offset == 0
+    assert a.partition("fenced", 0).last_stable_offset == 0  # open: read_committed stops before it
+    assert await a.write_marker("fenced", 0, 9, 0, False, 1) == ErrorCode.NONE  # ABORT at offset 2
+    second = make_batch(1, pid=9, epoch=0, seq=2, transactional=True)
+    assert (await a.append("fenced", 0, second, -1, verify=accept)).base_offset == 3
+    async with a.pool.acquire() as conn:  # node 1's lease runs out while it believes it leads
+        await conn.execute("UPDATE partition_lease SET expires_at = now() - interval '1 second'")
+    await take(b, 2)
+    assert await a.write_marker("fenced", 0, 9, 0, True, 1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert await stored_batches(pg_url, "fenced", 0) == [(0, 1), (2, 2), (3, 3)]
+    moved = b.read("fenced", 0, 0, 1 << 20, read_committed=True)
+    assert (moved.last_stable_offset, moved.aborted) == (3, ((9, 0),))  # the second transaction is open
+    assert await b.write_marker("fenced", 0, 9, 0, True, 2) == ErrorCode.NONE
+    done = b.read("fenced", 0, 0, 1 << 20, read_committed=True)
+    assert done.last_stable_offset == 5 and done.high_watermark == 5
+    assert await stored_batches(pg_url, "fenced", 0) == [(0, 1), (2, 2), (3, 3), (4, 4)]

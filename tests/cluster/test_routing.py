@@ -7,14 +7,18 @@ import pytest
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from groupcoord.protocol.messages.end_txn import EndTxnRequest
 from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
+from groupcoord.protocol.messages.init_producer_id import InitProducerIdRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest
 from groupcoord.server.storage.shards import shard_of
 from tests.cluster.helpers import shard_owner, start_nodes, wait_balanced
 from tests.integration.helpers import RawClient, wait_for_sync
 
 pytestmark = [pytest.mark.integration]
+
+TID = "a-transactional-id"
 
 
 async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinator(
@@ -24,6 +28,7 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
     await wait_balanced(pg_url, list(nodes))
     groups = [f"routed-{i}" for i in range(6)]
     owners = {g: await shard_owner(pg_url, shard_of(g, 50)) for g in groups}
+    tid_owner = await shard_owner(pg_url, shard_of(TID, 50))
     for node_id, node in nodes.items():
         c = RawClient(node.host, node.port)
         try:
@@ -42,8 +47,18 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
             )
             old = c.request(10, 1, FindCoordinatorRequest(key=groups[0], key_type=0))
             assert (old.error_code, old.node_id) == (ErrorCode.NONE, owners[groups[0]])
-            txn = c.request(10, 1, FindCoordinatorRequest(key="a-transactional-id", key_type=1))
-            assert txn.error_code == ErrorCode.INVALID_REQUEST  # cluster mode coordinates no transactions
+            # a transactional id hashes to a shard like a group: its owner is the transaction coordinator
+            txn = c.request(10, 1, FindCoordinatorRequest(key=TID, key_type=1))
+            assert (txn.error_code, txn.node_id) == (ErrorCode.NONE, tid_owner)
+            init = c.request(22, 4, InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000))
+            if node_id == tid_owner:
+                assert init.error_code == ErrorCode.NONE and init.producer_id >= 0
+            else:
+                assert init.error_code == ErrorCode.NOT_COORDINATOR
+            ended = c.request(26, 3, EndTxnRequest(TID, init.producer_id, 0, committed=True))
+            # the owner knows the id (Empty: nothing to end); the others are not its coordinator
+            want = ErrorCode.INVALID_TXN_STATE if node_id == tid_owner else ErrorCode.NOT_COORDINATOR
+            assert ended.error_code == want, node_id
             for g in groups:  # a member the coordinator does not know, or a coordinator that is not this one
                 hb = c.request(12, 4, HeartbeatRequest(group_id=g, generation_id=1, member_id="m"))
                 want = ErrorCode.UNKNOWN_MEMBER_ID if owners[g] == node_id else ErrorCode.NOT_COORDINATOR
