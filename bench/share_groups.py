@@ -59,9 +59,13 @@ async def consume(bootstrap: str, topic: str, count: int, batch: int, shared: di
     errors = 0
     consumers = [
         ShareConsumer(
-            bootstrap, GROUP, [topic], acknowledgement_mode="explicit", max_poll_records=batch,
+            bootstrap,
+            GROUP,
+            [topic],
+            acknowledgement_mode="explicit",
+            max_poll_records=batch,
             fetch_max_wait_ms=100,
-        )  # fmt: skip
+        )
         for _ in range(count)
     ]
     await asyncio.gather(*(c.start() for c in consumers))
@@ -180,7 +184,9 @@ def main() -> int:
             topics = [a for n in counts for a in ("--topic", f"share-{n}:1")]
             with throwaway_server("--share-auto-offset-reset", "earliest", *topics, *extra) as port:
                 for n in counts:
-                    r = run_once(f"127.0.0.1:{port}", f"share-{n}", args.records, n, args.processes, args.batch)
+                    r = run_once(
+                        f"127.0.0.1:{port}", f"share-{n}", args.records, n, args.processes, args.batch
+                    )
                     ok &= r["exact"]
                     print(f"{name:10} {n:>9} {r['procs']:>5} {r['rate']:>10.0f} {r['p50']:>8.2f} ms "
                           f"{r['p99']:>8.2f} ms {r['per_commit']:>10.1f} {r['commits']:>8} {r['errors']:>6}  "
