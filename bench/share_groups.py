@@ -10,7 +10,9 @@ group. The consumers (`groupcoord.share.ShareConsumer`, explicit mode) run in `-
 (multiprocessing, spawn; several asyncio consumers per process) so one client event loop is not the limit.
 Each consumer polls up to `--batch` records, acknowledges each ACCEPT and commits (ShareAcknowledge) before
 its next poll; the commit's round trip is the latency measured. The clock runs from the moment every
-consumer is a member until every record is accepted by an answered commit. Each run checks its accounting:
+consumer is a member until every record is accepted by an answered commit; the server's CPU (utime+stime from
+/proc) over the same window, per record, is the figure the shared machine's load moves least. `--rounds`
+repeats every storage in turn (medians of the rates, latencies pooled). Each run checks its accounting:
 every offset accepted exactly once (`exact: yes`), else the bench exits non-zero.
 """
 
@@ -20,16 +22,21 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from harness import throwaway_server  # noqa: E402
+from harness import free_port  # noqa: E402
 
 GROUP = "bench-share"
 
@@ -101,7 +108,38 @@ def worker(bootstrap: str, topic: str, count: int, batch: int, shared: dict[str,
     out.put(asyncio.run(consume(bootstrap, topic, count, batch, shared)))
 
 
-def run_once(bootstrap: str, topic: str, records: int, consumers: int, procs: int, batch: int) -> dict:
+def server_cpu_s(pid: int) -> float:
+    """utime + stime of the server process so far (/proc/<pid>/stat), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def serve(*extra: str) -> Iterator[tuple[int, int]]:
+    """A throw-away `groupcoord serve` as bench/harness.py starts one; yields (port, pid) once it listens."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as data:
+        cmd = [sys.executable, "-m", "groupcoord.server", "serve", "--port", str(port), "--data-dir", data,
+               "--log-level", "warning", "--journal", "false", *extra]  # fmt: skip
+        srv = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), 0.2).close()
+                    break
+                except OSError:
+                    if srv.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"groupcoord serve {' '.join(extra)} did not start") from None
+                    time.sleep(0.05)
+            yield port, srv.pid
+        finally:
+            srv.terminate()
+            srv.wait(10)
+
+
+def run_once(port: int, pid: int, topic: str, records: int, consumers: int, procs: int, batch: int) -> dict:
+    bootstrap = f"127.0.0.1:{port}"
     asyncio.run(produce(bootstrap, topic, records))
     ctx = mp.get_context("spawn")
     shared = {"joined": ctx.Semaphore(0), "go": ctx.Event(), "stop": ctx.Event(), "done": ctx.Value("q", 0)}
@@ -115,7 +153,7 @@ def run_once(bootstrap: str, topic: str, records: int, consumers: int, procs: in
         for _ in range(procs):
             if not shared["joined"].acquire(timeout=120):
                 raise RuntimeError("the share consumers did not join within 120 s")
-        t0 = time.perf_counter()
+        cpu0, t0 = server_cpu_s(pid), time.perf_counter()
         shared["go"].set()
         deadline = t0 + max(120.0, records / 50)
         while shared["done"].value < records:
@@ -124,7 +162,7 @@ def run_once(bootstrap: str, topic: str, records: int, consumers: int, procs: in
             if not all(p.is_alive() for p in ps):
                 raise RuntimeError("a consumer process died")
             time.sleep(0.005)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, server_cpu_s(pid) - cpu0
         shared["stop"].set()
         parts = [out.get(timeout=120) for _ in ps]
     finally:
@@ -134,17 +172,31 @@ def run_once(bootstrap: str, topic: str, records: int, consumers: int, procs: in
             if p.is_alive():
                 p.kill()
     accepted = [o for part in parts for o in part["accepted"]]
-    lat = sorted(x for part in parts for x in part["lat"])
-    sizes = [x for part in parts for x in part["sizes"]]
     return {
         "rate": records / elapsed,
+        "cpu_us": cpu / records * 1e6,
         "exact": sorted(accepted) == list(range(records)),
-        "p50": lat[len(lat) // 2] * 1000,
-        "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000,
-        "commits": len(lat),
-        "per_commit": statistics.fmean(sizes),
+        "lat": [x for part in parts for x in part["lat"]],
+        "sizes": [x for part in parts for x in part["sizes"]],
         "errors": sum(part["errors"] for part in parts),
         "procs": procs,
+    }
+
+
+def summary(runs: list[dict]) -> dict:
+    """Over the rounds of one (storage, consumers) cell: median rate and server CPU, pooled latencies."""
+    lat = sorted(x for r in runs for x in r["lat"])
+    sizes = [x for r in runs for x in r["sizes"]]
+    return {
+        "rate": statistics.median(r["rate"] for r in runs),
+        "cpu_us": statistics.median(r["cpu_us"] for r in runs),
+        "p50": lat[len(lat) // 2] * 1000,
+        "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000,
+        "per_commit": statistics.fmean(sizes),
+        "commits": len(lat),
+        "errors": sum(r["errors"] for r in runs),
+        "procs": runs[0]["procs"],
+        "exact": all(r["exact"] for r in runs),
     }
 
 
@@ -156,44 +208,52 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=100, help="max_poll_records: records per commit at most")
     ap.add_argument("--storage", default="disk,memory", help="comma-separated: disk (SQLite), memory")
     ap.add_argument("--pg", action="store_true", help="also PostgreSQL (a throw-away cluster, fsync on)")
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="rounds over all storages (medians, pooled latency)"
+    )
     args = ap.parse_args()
     counts = [int(x) for x in args.consumers.split(",")]
-    storages: list[tuple[str, list[str]]] = [
-        ({"disk": "sqlite", "memory": "memory"}[s], [] if s == "disk" else ["--storage", s])
-        for s in args.storage.split(",")
-    ]
+    names = {"disk": "sqlite", "memory": "memory"}
+    storages: list[str] = [names[s] for s in args.storage.split(",")]
     pg = None
     if args.pg:
         from groupcoord.testing.pgcluster import PgCluster, available
 
         if available() is None:
             pg = PgCluster().start()
-            storages.append(("postgresql", ["--storage", pg.create_database()]))
+            storages.append("postgresql")
         else:
             print(f"postgresql skipped: {available()}")
     load = os.getloadavg()
     print(f"share groups: {args.records} records of 100 B per run, one partition, explicit ACCEPT + commit, "
-          f"batch <= {args.batch}, consumers in <= {args.processes} processes; "
+          f"batch <= {args.batch}, consumers in <= {args.processes} processes, {args.rounds} round(s); "
           f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, {os.cpu_count()} cpus")  # fmt: skip
-    head = f"{'storage':10} {'consumers':>9} {'procs':>5} {'records/s':>10} {'commit p50':>11} " \
-           f"{'commit p99':>11} {'rec/commit':>10} {'commits':>8} {'errors':>6}  exact"  # fmt: skip
-    print(head)
-    ok = True
+    cells: dict[tuple[str, int], list[dict]] = {}
     try:
-        for name, extra in storages:
-            topics = [a for n in counts for a in ("--topic", f"share-{n}:1")]
-            with throwaway_server("--share-auto-offset-reset", "earliest", *topics, *extra) as port:
-                for n in counts:
-                    r = run_once(
-                        f"127.0.0.1:{port}", f"share-{n}", args.records, n, args.processes, args.batch
-                    )
-                    ok &= r["exact"]
-                    print(f"{name:10} {n:>9} {r['procs']:>5} {r['rate']:>10.0f} {r['p50']:>8.2f} ms "
-                          f"{r['p99']:>8.2f} ms {r['per_commit']:>10.1f} {r['commits']:>8} {r['errors']:>6}  "
-                          f"exact: {'yes' if r['exact'] else 'NO'}", flush=True)  # fmt: skip
+        for _ in range(args.rounds):  # storages alternate within a round: the machine's load hits all alike
+            for name in storages:
+                extra = {"sqlite": [], "memory": ["--storage", "memory"]}.get(name)
+                if extra is None:
+                    assert pg is not None
+                    extra = ["--storage", pg.create_database()]
+                topics = [a for n in counts for a in ("--topic", f"share-{n}:1")]
+                with serve("--share-auto-offset-reset", "earliest", *topics, *extra) as (port, pid):
+                    for n in counts:
+                        run = run_once(port, pid, f"share-{n}", args.records, n, args.processes, args.batch)
+                        cells.setdefault((name, n), []).append(run)
     finally:
         if pg is not None:
             pg.stop()
+    head = f"{'storage':10} {'consumers':>9} {'procs':>5} {'records/s':>10} {'srv CPU/rec':>11} " \
+           f"{'commit p50':>11} {'commit p99':>11} {'rec/commit':>10} {'commits':>8} {'errors':>6}  exact"  # fmt: skip
+    print(head)
+    ok = True
+    for (name, n), runs in cells.items():
+        r = summary(runs)
+        ok &= r["exact"]
+        print(f"{name:10} {n:>9} {r['procs']:>5} {r['rate']:>10.0f} {r['cpu_us']:>8.1f} us "
+              f"{r['p50']:>8.2f} ms {r['p99']:>8.2f} ms {r['per_commit']:>10.1f} {r['commits']:>8} "
+              f"{r['errors']:>6}  exact: {'yes' if r['exact'] else 'NO'}")  # fmt: skip
     load = os.getloadavg()
     print(f"load average after: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     return 0 if ok else 1
