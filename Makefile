@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-profile bench-report report clean
+.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-profile bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -110,6 +110,11 @@ bench: setup
 # converging after a join and after a leave (bench/consumer_groups.py)
 bench-consumer: setup
 	$(BIN)/python bench/consumer_groups.py
+
+# Share groups alone (issue 26): records/s to 1, 4 and 16 share consumers of one partition, commit round trip,
+# memory vs SQLite vs PostgreSQL when its binaries are here (bench/share_groups.py)
+bench-share: setup
+	$(BIN)/python bench/share_groups.py --pg
 
 # Where the server's CPU goes per heartbeat (py-spy; bench/cpu_profile.py)
 bench-profile: setup
