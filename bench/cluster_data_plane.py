@@ -11,8 +11,8 @@ them (tests/cluster/helpers.py).
   load offered is the same. Produce is acks=all (the cluster acknowledges once PostgreSQL has committed the
   batch; the single node once the segment is fsynced), 1 KB records, pre-encoded raw Produce v9 frames with
   batches built by aiokafka's record builder, 2 connections per partition; Fetch reads each partition back
-  from offset 0 on one connection (Fetch v12, 4 MB per request). Raw frames keep the client thin, so the
-  figures are what the servers sustain (bench/data_plane.py does the same for the single node).
+  to its end on one connection (Fetch v12, 4 MB per request), and every acknowledged record must come back.
+  Raw frames keep the client thin, so the figures are what the servers sustain (as bench/data_plane.py).
 * failover: an aiokafka producer (acks=all, bootstrapped at all three nodes) has a send to partition 0
   acknowledged; the node leading partition 0 is killed with kill -9; the figure is the time until the next
   send to partition 0 is acknowledged through the new leader (the lease TTL, `--cluster-lease-ttl-ms`
@@ -82,12 +82,12 @@ async def produce(
     return sent, records, elapsed
 
 
-async def fetch(port: int, partition: int, seconds: float) -> tuple[int, int, float]:
-    """(bytes, records, elapsed s) read back from `partition` from offset 0 until its end or `seconds`."""
+async def fetch(port: int, partition: int, timeout: float = 120) -> tuple[int, int, float]:
+    """(bytes, records, elapsed s) read back from `partition`, from offset 0 to its end."""
     c = await Conn.open(port)
     got = records = offset = 0
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while time.perf_counter() - t0 < timeout:
         req = fe.FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=8 << 20, topics=(
             fe.FetchTopic(topic=TOPIC, partitions=(fe.FetchPartition(partition=partition, fetch_offset=offset,
                                                                       partition_max_bytes=4 << 20),)),))  # fmt: skip
@@ -113,9 +113,13 @@ async def fetch(port: int, partition: int, seconds: float) -> tuple[int, int, fl
 
 async def drive(ports: dict[int, int], seconds: float, per_batch: int) -> dict[str, dict[int, tuple]]:
     """ports: partition -> port of the server that leads it. Produce to every partition at once, then fetch
-    every partition back at once; per partition (bytes, records, elapsed s)."""
+    every partition back at once; per partition (bytes, records, elapsed s). Every acknowledged record must
+    be read back: a short read is an error, not a figure."""
     produced = await asyncio.gather(*(produce(port, p, seconds, per_batch, 2) for p, port in ports.items()))
-    fetched = await asyncio.gather(*(fetch(port, p, seconds) for p, port in ports.items()))
+    fetched = await asyncio.gather(*(fetch(port, p) for p, port in ports.items()))
+    for p, (_, wrote, _), (_, read, _) in zip(ports, produced, fetched, strict=True):
+        if read != wrote:
+            raise RuntimeError(f"partition {p}: {wrote} records acknowledged, {read} read back")
     return {
         "produce": dict(zip(ports, produced, strict=True)),
         "fetch": dict(zip(ports, fetched, strict=True)),
