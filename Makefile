@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-profile bench-report report clean
+.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -115,6 +115,11 @@ bench-consumer: setup
 # memory vs SQLite vs PostgreSQL when its binaries are here (bench/share_groups.py)
 bench-share: setup
 	$(BIN)/python bench/share_groups.py --pg
+
+# Cluster data plane (issue 27): produce/fetch MB/s and records/s per node and for three `serve --cluster` nodes
+# on one throw-away PostgreSQL, beside a single node in the same run; partition failover time after kill -9
+bench-cluster: setup
+	$(BIN)/python bench/cluster_data_plane.py
 
 # Where the server's CPU goes per heartbeat (py-spy; bench/cpu_profile.py)
 bench-profile: setup
