@@ -7,6 +7,7 @@ with OffsetCommit v9 carrying its member epoch. The server side is checked with 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -98,11 +99,18 @@ class Member:
 
 
 def describe(srv: Any, group: str) -> Any:
+    """ConsumerGroupDescribe v1 of one group; retried while a (re)started server is still loading its state
+    (COORDINATOR_LOAD_IN_PROGRESS), as clients retry it."""
     c = RawClient(srv.host, srv.port)
+    deadline = time.monotonic() + 60
     try:
-        return c.request(
-            ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=(group,))
-        ).groups[0]
+        while True:
+            g = c.request(
+                ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=(group,))
+            ).groups[0]
+            if g.error_code != 14 or time.monotonic() > deadline:  # COORDINATOR_LOAD_IN_PROGRESS
+                return g
+            time.sleep(0.1)
     finally:
         c.close()
 

@@ -7,6 +7,7 @@ OffsetFetch v9 with its member epoch, and a static member leaves with epoch -2 o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,11 +59,18 @@ def run_java(java_cp: str) -> Iterator:
 
 
 def describe(srv: Any, group: str) -> Any:
+    """ConsumerGroupDescribe v1 of one group; retried while a (re)started server is still loading its state
+    (COORDINATOR_LOAD_IN_PROGRESS), as clients retry it."""
     c = RawClient(srv.host, srv.port)
+    deadline = time.monotonic() + 60
     try:
-        return c.request(
-            ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=(group,))
-        ).groups[0]
+        while True:
+            g = c.request(
+                ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=(group,))
+            ).groups[0]
+            if g.error_code != 14 or time.monotonic() > deadline:  # COORDINATOR_LOAD_IN_PROGRESS
+                return g
+            time.sleep(0.1)
     finally:
         c.close()
 

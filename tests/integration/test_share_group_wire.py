@@ -4,6 +4,7 @@ ShareGroupDescribe v1 (advertised in ApiVersions), a restart that keeps the grou
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -48,7 +49,13 @@ def test_heartbeat_describe_leave_and_restart(server_factory) -> None:  # type: 
 
     srv.restart()
     c = RawClient(srv.host, srv.port)
-    d = c.request(77, 1, ShareGroupDescribeRequest(group_ids=("g",)))
+    deadline = time.monotonic() + 60  # until the restarted server has loaded its state (clients retry 14)
+    while True:
+        d = c.request(77, 1, ShareGroupDescribeRequest(group_ids=("g",)))
+        if d.groups[0].error_code != 14 or time.monotonic() > deadline:  # COORDINATOR_LOAD_IN_PROGRESS
+            break
+        time.sleep(0.1)
+    assert d.groups[0].error_code == 0
     assert {m.member_id for m in d.groups[0].members} == {"u1", "u2"}
     epoch = next(m.member_epoch for m in d.groups[0].members if m.member_id == "u1")
     r = c.request(76, 1, ShareGroupHeartbeatRequest("g", "u1", epoch, None, None))
