@@ -30,7 +30,10 @@ class Connection:
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str, timeout: float = 10.0) -> Connection:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for returns a result that completed just as the
+        # caller was cancelled and swallows the cancellation (the caller's stop() then waits forever)
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(host, port)
         return cls(reader, writer, client_id)
 
     async def request(self, api_key: int, version: int, body: object, timeout: float | None = None) -> object:
@@ -44,7 +47,8 @@ class Connection:
         self.writer.write(encode_request(api_key, version, corr, body, client_id=self.client_id))
         await self.writer.drain()
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see open()
+                return await asyncio.shield(fut)
         finally:
             self.pending.pop(corr, None)
 

@@ -176,9 +176,12 @@ class GroupMember:
     async def stop(self, leave: bool | None = None) -> None:
         """Stop; leave the group (default: dynamic members leave, static ones do not, as in Kafka)."""
         if self.task is not None:
-            self.task.cancel()
+            # cancel until it has ended: a library awaited inside the loop may swallow one cancellation
+            while not self.task.done():
+                self.task.cancel()
+                await asyncio.wait({self.task}, timeout=1.0)
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+                self.task.result()
         await self._revoke()  # heartbeats go on while on_revoked runs
         await self._stop_heartbeats()
         await self._stop_guard()
