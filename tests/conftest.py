@@ -83,6 +83,7 @@ class ServerProcess:
             "--log-level", os.environ.get("GROUPCOORD_TEST_LOG_LEVEL", "info"),
             *self.args,
         ]  # fmt: skip
+        loaded_before = self._loaded_count()
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=log, env=env)
@@ -97,11 +98,32 @@ class ServerProcess:
                 raise RuntimeError(f"groupcoord exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.2):
-                    return self
+                    pass
             except OSError:
                 time.sleep(0.05)
+                continue
+            self._wait_loaded(loaded_before, deadline)
+            return self
         self.kill()
         raise RuntimeError(f"groupcoord did not listen within {timeout}s:\n{self.log()}")
+
+    def _loaded_count(self) -> int:
+        try:
+            return self.log_path.read_text(errors="replace").count("state loaded")
+        except OSError:
+            return 0
+
+    def _wait_loaded(self, before: int, deadline: float) -> None:
+        """The listener opens before the state is replayed, and group APIs answer COORDINATOR_LOAD_IN_PROGRESS
+        until then (clients retry it; raw-frame tests would not): wait for the server's "state loaded" line.
+        Cluster nodes load shard by shard as they take leases: not waited for here."""
+        if "--cluster" in self.args or os.environ.get("GROUPCOORD_TEST_LOG_LEVEL", "info") not in (
+            "info",
+            "debug",
+        ):
+            return
+        while time.monotonic() < deadline and self._loaded_count() <= before and self.alive():
+            time.sleep(0.05)
 
     def log(self) -> str:
         try:
