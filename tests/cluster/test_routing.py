@@ -47,9 +47,18 @@ async def test_metadata_lists_live_nodes_and_every_node_names_the_same_coordinat
             )
             old = c.request(10, 1, FindCoordinatorRequest(key=groups[0], key_type=0))
             assert (old.error_code, old.node_id) == (ErrorCode.NONE, owners[groups[0]])
+
             # a transactional id hashes to a shard like a group: its owner is the transaction coordinator
-            txn = c.request(10, 1, FindCoordinatorRequest(key=TID, key_type=1))
-            assert (txn.error_code, txn.node_id) == (ErrorCode.NONE, tid_owner)
+            def txn_answer(c: RawClient = c) -> tuple:
+                txn = c.request(10, 1, FindCoordinatorRequest(key=TID, key_type=1))
+                return (txn.error_code, txn.node_id)
+
+            # the same owner map: COORDINATOR_NOT_AVAILABLE until this node's next lease tick has seen it
+            wait_for_sync(
+                lambda: txn_answer() == (ErrorCode.NONE, tid_owner),
+                60,
+                f"node {node_id} to name {TID}'s owner",
+            )
             init = c.request(22, 4, InitProducerIdRequest(transactional_id=TID, transaction_timeout_ms=60000))
             if node_id == tid_owner:
                 assert init.error_code == ErrorCode.NONE and init.producer_id >= 0

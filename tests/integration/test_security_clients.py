@@ -82,6 +82,7 @@ def test_aiokafka_over_mtls_with_a_client_certificate(secure: SecureServer) -> N
 
 def test_kafka_python_over_sasl_ssl_with_scram_sha_512(secure: SecureServer) -> None:
     from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import RebalanceInProgressError
     from kafka.structs import OffsetAndMetadata
 
     consumer = KafkaConsumer(
@@ -103,7 +104,15 @@ def test_kafka_python_over_sasl_ssl_with_scram_sha_512(secure: SecureServer) -> 
         while not consumer.assignment() and time.monotonic() < deadline:
             consumer.poll(200)
         assert len(consumer.assignment()) == 2
-        consumer.commit({TopicPartition("secure", 1): OffsetAndMetadata(8, "", -1)})
+        deadline = time.monotonic() + 60
+        while True:  # a rebalance (kafka-python rejoins on a metadata change) fails the commit: poll, retry
+            try:
+                consumer.commit({TopicPartition("secure", 1): OffsetAndMetadata(8, "", -1)})
+                break
+            except RebalanceInProgressError:
+                if time.monotonic() > deadline:
+                    raise
+                consumer.poll(200)
         assert consumer.committed(TopicPartition("secure", 1)) == 8
     finally:
         consumer.close()
