@@ -30,6 +30,7 @@ COPY assignors ./assignors
 COPY membership ./membership
 COPY pipeline ./pipeline
 COPY testing ./testing
+COPY share ./share
 RUN pip install --quiet --no-deps --no-build-isolation . \
  && groupadd --system --gid 10001 groupcoord \
  && useradd --system --uid 10001 --gid groupcoord --home-dir /nonexistent --shell /usr/sbin/nologin groupcoord

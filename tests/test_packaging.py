@@ -68,3 +68,16 @@ def test_wheel_has_every_package_folder_of_the_rooms(wheel_names: list[str]) -> 
 def test_console_script_points_into_the_namespace(wheel: zipfile.ZipFile) -> None:
     (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
     assert "groupcoord = groupcoord.server.cli:main" in wheel.read(name).decode()
+
+
+def test_the_dockerfile_copies_every_top_level_package_folder() -> None:
+    """The image installs with `pip install .` from what the Dockerfile copied: a folder pyproject maps onto
+    `groupcoord.*` but the Dockerfile leaves out fails the image build ("package directory ... does not
+    exist"), which only `make test-compose` would show."""
+    import re
+    import tomllib
+
+    dirs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+    top = {d.split("/")[0] for d in dirs}
+    copied = set(re.findall(r"^COPY (\S+) \./\1$", (ROOT / "Dockerfile").read_text(), re.M))
+    assert top <= copied, f"Dockerfile does not COPY {sorted(top - copied)}"
