@@ -56,11 +56,12 @@ run: setup
 
 # The suite runs its test files on TEST_WORKERS pytest-xdist workers (`--dist loadfile`, refined in
 # tests/conftest.py: a file's tests stay on one worker, so module fixtures are built once; the Spark tests all
-# share one worker; the slow directories are handed out first). Most tests wait on real servers and real clients rather than
-# compute, so more workers than cores pays; TEST_WORKERS=1 runs it in one process. Bytecode is compiled first:
+# share one worker; the slow directories are handed out first). One worker per core by default: 4 workers on
+# 2 cores finished in ~11.5 min but saturated the CPU, and every such run met one or two timing-dependent tests;
+# TEST_WORKERS=1 runs it in one process (~26 min). Bytecode is compiled first:
 # every test server is a fresh `python -m groupcoord.server` process, and where PYTHONDONTWRITEBYTECODE is set
 # each one would otherwise recompile our ~250 modules from source (about 0.4 s per start).
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 2
 test: setup
 	@$(BIN)/python -m compileall -q -j 0 protocol server assignors membership pipeline testing tests >/dev/null
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
