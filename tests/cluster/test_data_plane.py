@@ -23,7 +23,7 @@ from groupcoord.protocol.messages import produce as pr
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.cluster.helpers import partition_leases, start_nodes, stored_batches, wait_partitions_spread
 from tests.conftest import ServerProcess
-from tests.integration.helpers import RawClient, wait_for_sync
+from tests.integration.helpers import RawClient, stop_aiokafka, wait_for_sync
 from tests.log.log_helpers import make_batch
 
 pytestmark = [pytest.mark.integration]
@@ -134,7 +134,7 @@ async def _consume(bootstrap: str, topic: str, partitions: int, count: int) -> l
                 out += [(tp.partition, r.offset, r.value) for r in records]
         return sorted(out)
     finally:
-        await c.stop()
+        await stop_aiokafka(c)
 
 
 async def test_consumers_at_different_nodes_read_the_same_records_and_they_survive_kill_9_of_a_leader(
@@ -258,7 +258,7 @@ async def test_two_members_of_one_group_bootstrapped_at_different_nodes_share_on
         values = sorted(v for part in seen for _, _, v in part)
         assert values == sorted(b"w%d" % i for i in range(40))  # each record once: one copy of the data
     finally:
-        await asyncio.gather(*(m.stop() for m in members))
+        await stop_aiokafka(*members)
 
 
 def _delete_records(c: RawClient, topic: str, partition: int, offset: int) -> tuple[int, int]:

@@ -23,7 +23,7 @@ from tests.cluster.helpers import (
     wait_balanced,
     wait_partitions_spread,
 )
-from tests.integration.helpers import HeartbeatCounter, wait_for
+from tests.integration.helpers import HeartbeatCounter, stop_aiokafka, wait_for
 
 pytestmark = [pytest.mark.integration]
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -64,7 +64,7 @@ async def test_a_stable_group_survives_the_kill_of_its_coordinator_without_a_reb
         assert coordinator.generation == gen
         print(f"failover: first successful heartbeat {took:.2f}s after kill -9")
     finally:
-        await c.stop()
+        await stop_aiokafka(c)
 
 
 async def test_a_paused_owner_cannot_write_after_another_node_took_its_shard(
@@ -153,7 +153,7 @@ async def test_a_group_killed_mid_rebalance_with_its_coordinator_completes_the_r
         for p in range(4):
             assert await fetched_offset(second, TopicPartition("jobs", p)) == 10 + p
     finally:
-        await asyncio.gather(first.stop(), second.stop())
+        await stop_aiokafka(first, second)
 
 
 async def test_a_planned_stop_of_the_coordinator_hands_the_group_over_without_a_rebalance(
@@ -177,4 +177,4 @@ async def test_a_planned_stop_of_the_coordinator_hands_the_group_over_without_a_
         assert coordinator.coordinator_id not in (None, owner)
         assert coordinator.generation == gen and len(c.assignment()) == 2
     finally:
-        await c.stop()
+        await stop_aiokafka(c)
