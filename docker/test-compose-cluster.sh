@@ -20,7 +20,9 @@ PROJECT="${COMPOSE_PROJECT_NAME:-groupcoord-test-$$}-cluster"
 export GROUPCOORD_BASE_IMAGE="${GROUPCOORD_BASE_IMAGE:-groupcoord-base:bookworm}"
 export GROUPCOORD_IMAGE_TAG="${GROUPCOORD_IMAGE_TAG:-$PROJECT}"
 export GROUPCOORD_COMPOSE_LOG_LEVEL="${GROUPCOORD_COMPOSE_LOG_LEVEL:-warning}"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=docker/compose-lib.sh
+. "$ROOT/docker/compose-lib.sh"  # free_port, say, wait_healthy
+SAY_TAG=cluster
 export GROUPCOORD_CLUSTER_PORT1="${GROUPCOORD_CLUSTER_PORT1:-$(free_port)}"
 export GROUPCOORD_CLUSTER_PORT2="${GROUPCOORD_CLUSTER_PORT2:-$(free_port)}"
 export GROUPCOORD_CLUSTER_PORT3="${GROUPCOORD_CLUSTER_PORT3:-$(free_port)}"
@@ -31,8 +33,6 @@ chmod 777 "$SHARED"  # the clients image runs as an unprivileged user
 RUN_ID=$(basename "$SHARED" | tr -dc 'a-zA-Z0-9' | tr 'A-Z' 'a-z')
 BUILT_CLIENTS=""
 T0=$(date +%s)
-
-say() { echo "==> [cluster $(( $(date +%s) - T0 ))s] $*"; }
 
 teardown() {
     status=$?
@@ -54,19 +54,8 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-wait_healthy() {  # $@: services
-    for svc in "$@"; do
-        cid=$($COMPOSE ps -q "$svc")
-        i=0
-        until [ "$(docker inspect --format '{{.State.Health.Status}}' "$cid" 2>/dev/null)" = healthy ]; do
-            i=$((i + 1))
-            if [ $i -gt 300 ]; then
-                echo "$svc did not become healthy in 300 s" >&2
-                return 1
-            fi
-            sleep 1
-        done
-    done
+nodes_healthy() {  # $@: services; a loaded host may take minutes to bring a node up
+    wait_healthy 300 "$@"
     say "healthy: $*"
 }
 
@@ -108,7 +97,7 @@ say "compose build: groupcoord and PostgreSQL on $GROUPCOORD_BASE_IMAGE (ports $
 $COMPOSE build --quiet 2>/dev/null || $COMPOSE build
 say "compose up: postgres, node1, node2, node3"
 $COMPOSE up -d
-wait_healthy postgres node1 node2 node3
+nodes_healthy postgres node1 node2 node3
 say "phase cluster-load: produce over the three nodes, the leader of partition 0 killed under load"
 phase cluster-load "$(bootstrap_of 1 2 3)" "" &
 LOAD=$!
@@ -134,7 +123,7 @@ say "phase cluster-check via the survivors ($SURVIVORS)"
 phase cluster-check "$(bootstrap_of $SURVIVORS)" "$VICTIM"
 say "node$VICTIM started again (same volume)"
 $COMPOSE start "node$VICTIM"
-wait_healthy "node$VICTIM"
+nodes_healthy "node$VICTIM"
 say "phase cluster-check via all three nodes"
 phase cluster-check "$(bootstrap_of 1 2 3)" ""
 say "all cluster checks passed"

@@ -23,15 +23,15 @@ KEEP_BASE_IMAGE="${KEEP_BASE_IMAGE:-1}"
 export GROUPCOORD_COMPOSE_LOG_LEVEL="${GROUPCOORD_COMPOSE_LOG_LEVEL:-warning}"
 # per-run image tags and host ports, so two runs on one machine do not collide
 export GROUPCOORD_IMAGE_TAG="$PROJECT"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=docker/compose-lib.sh
+. "$ROOT/docker/compose-lib.sh"  # free_port, say, wait_healthy
+SAY_TAG=""
 export GROUPCOORD_EXTERNAL_PORT="${GROUPCOORD_EXTERNAL_PORT:-$(free_port)}"
 export GROUPCOORD_METRICS_PUBLISH_PORT="${GROUPCOORD_METRICS_PUBLISH_PORT:-$(free_port)}"
 STARTED_DOCKERD=""
 DOCKERD_PID=""
 COMPOSE=""
 T0=$(date +%s)
-
-say() { echo "==> [$(( $(date +%s) - T0 ))s] $*"; }
 
 engine_answers() { docker info >/dev/null 2>&1; }
 
@@ -130,17 +130,8 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-wait_healthy() {
-    cid=$($COMPOSE ps -q coordinator)
-    i=0
-    until [ "$(docker inspect --format '{{.State.Health.Status}}' "$cid" 2>/dev/null)" = healthy ]; do
-        i=$((i + 1))
-        if [ $i -gt 90 ]; then
-            echo "the coordinator did not become healthy in 90 s" >&2
-            return 1
-        fi
-        sleep 1
-    done
+coordinator_healthy() {
+    wait_healthy 90 coordinator
     say "coordinator healthy (ready: state loaded, ApiVersions answered)"
 }
 
@@ -166,16 +157,16 @@ say "compose up --exit-code-from clients: the integration suite against the coor
 $COMPOSE up --no-color --exit-code-from clients
 say "the compose-only scenarios: state written, coordinator restarted and killed, state read back"
 $COMPOSE up -d coordinator
-wait_healthy
+coordinator_healthy
 compose_check write
 say "compose restart coordinator (SIGTERM, same volume)"
 $COMPOSE restart coordinator
-wait_healthy
+coordinator_healthy
 compose_check check
 say "compose kill coordinator (SIGKILL), then start it again"
 $COMPOSE kill coordinator
 $COMPOSE start coordinator
-wait_healthy
+coordinator_healthy
 compose_check check
 say "listeners: a client in a container (coordinator:9092) and one on the host (localhost:$GROUPCOORD_EXTERNAL_PORT)"
 $COMPOSE run --rm -T -e GROUPCOORD_COMPOSE_PHASE=listeners -e GROUPCOORD_COMPOSE_LISTENER=coordinator:9092 \
