@@ -24,7 +24,14 @@ from groupcoord.server.control.views import GroupView, MemberView, Partitions
 from groupcoord.server.coordinator.modern.consumer.manager import session_key as consumer_session_key
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from groupcoord.server.apis.consumer_groups import TopicLookups
+    from groupcoord.server.coordinator.modern.consumer.api import (
+        DescribedConsumerGroup,
+        DescribedConsumerMember,
+    )
+    from groupcoord.server.coordinator.modern.share.group import DescribedShareGroup, DescribedShareMember
     from groupcoord.server.coordinator.shard import GroupCoordinatorShard
     from groupcoord.server.journal.writer import Journal
     from groupcoord.server.net.dispatch import Dispatcher
@@ -32,6 +39,49 @@ if TYPE_CHECKING:
     from groupcoord.server.timers import Clock
 
 log = structlog.get_logger("groupcoord.control")
+
+
+def _modern_member_view(
+    m: DescribedConsumerMember | DescribedShareMember,
+    instance_id: str | None,
+    assigned: Partitions,
+    target: Partitions | None = None,
+) -> MemberView:
+    """A KIP-848 consumer or KIP-932 share group member: both describe epochs and partitions by topic name
+    (the caller names them: consumer assignments carry names, share assignments topic ids), never the
+    classic SyncGroup bytes."""
+    return MemberView(
+        m.member_id,
+        instance_id,
+        m.client_id,
+        m.client_host,
+        b"",
+        member_epoch=m.member_epoch,
+        assigned=assigned,
+        target={} if target is None else target,
+        subscribed_topics=tuple(m.subscribed_topic_names),
+    )
+
+
+def _modern_group_view(
+    group_id: str,
+    group_type: str,
+    d: DescribedConsumerGroup | DescribedShareGroup,
+    members: Iterable[MemberView],
+) -> GroupView:
+    """A consumer or share group as its Describe API shows it: the group epoch stands for the generation, the
+    assignor for the protocol, and there is no leader (the coordinator assigns)."""
+    return GroupView(
+        group_id=group_id,
+        state=d.state,
+        generation=d.group_epoch,
+        protocol_type=group_type,
+        protocol=d.assignor_name,
+        leader=None,
+        members=tuple(members),
+        group_type=group_type,
+        assignment_epoch=d.assignment_epoch,
+    )
 
 
 class EventStream:
@@ -164,29 +214,14 @@ class Control:
         def parts(described: tuple) -> Partitions:  # type: ignore[type-arg]
             return {t.topic_name: tuple(t.partitions) for t in described}
 
-        return GroupView(
-            group_id=group_id,
-            state=d.state,
-            generation=d.group_epoch,
-            protocol_type="consumer",
-            protocol=d.assignor_name,
-            leader=None,
-            members=tuple(
-                MemberView(
-                    m.member_id,
-                    m.instance_id,
-                    m.client_id,
-                    m.client_host,
-                    b"",
-                    member_epoch=m.member_epoch,
-                    assigned=parts(m.assignment),
-                    target=parts(m.target_assignment),
-                    subscribed_topics=tuple(m.subscribed_topic_names),
-                )
+        return _modern_group_view(
+            group_id,
+            "consumer",
+            d,
+            (
+                _modern_member_view(m, m.instance_id, parts(m.assignment), parts(m.target_assignment))
                 for m in d.members
             ),
-            group_type="consumer",
-            assignment_epoch=d.assignment_epoch,
         )
 
     def _describe_share(self, group_id: str) -> GroupView:
@@ -204,28 +239,9 @@ class Control:
                     out[info.name] = tuple(sorted(ps))
             return out
 
-        return GroupView(
-            group_id=group_id,
-            state=d.state,
-            generation=d.group_epoch,
-            protocol_type="share",
-            protocol=d.assignor_name,
-            leader=None,
-            members=tuple(
-                MemberView(
-                    m.member_id,
-                    None,
-                    m.client_id,
-                    m.client_host,
-                    b"",
-                    member_epoch=m.member_epoch,
-                    assigned=named(m.assignment),
-                    subscribed_topics=tuple(m.subscribed_topic_names),
-                )
-                for m in d.members
-            ),
-            group_type="share",
-            assignment_epoch=d.assignment_epoch,
+        # share members have no static membership and no separate target assignment
+        return _modern_group_view(
+            group_id, "share", d, (_modern_member_view(m, None, named(m.assignment)) for m in d.members)
         )
 
     def group_ids(self) -> list[str]:
