@@ -176,61 +176,61 @@ def describe_share_group_offsets(handler: Handler) -> Handler:
     return checked
 
 
-def alter_share_group_offsets(handler: Handler) -> Handler:
-    def checked(ctx: RequestContext, req: asgo.AlterShareGroupOffsetsRequest) -> Any:
-        if not allowed(ctx, READ, GROUP, req.group_id):
-            return asgo.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED)
+def _group_and_named_topics_read(
+    handler: Handler,
+    group_operation: int,
+    group_denied: Callable[[], Any],
+    topic_denied: Callable[[RequestContext, Any], Any],
+) -> Handler:
+    """AlterShareGroupOffsets' and DeleteShareGroupOffsets' check: `group_operation` on the group, else
+    `group_denied()`; topics (named, not by id) the principal may not READ are taken out of the request and
+    answered `topic_denied(ctx, topic)` ahead of the rest."""
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if not allowed(ctx, group_operation, GROUP, req.group_id):
+            return group_denied()
         denied = [t for t in req.topics if not allowed(ctx, READ, TOPIC, t.topic_name)]
         if not denied:
             return handler(ctx, req)
         kept = tuple(t for t in req.topics if t not in denied)
 
-        def fix(resp: asgo.AlterShareGroupOffsetsResponse) -> asgo.AlterShareGroupOffsetsResponse:
+        def fix(resp: Any) -> Any:
             if resp.error_code:
                 return resp
-            extra = tuple(
-                asgo.AlterShareGroupOffsetsResponseTopic(
-                    topic_name=t.topic_name,
-                    topic_id=_topic_id(ctx, t.topic_name),
-                    partitions=tuple(
-                        asgo.AlterShareGroupOffsetsResponsePartition(
-                            partition_index=p.partition_index, error_code=TOPIC_DENIED
-                        )
-                        for p in t.partitions
-                    ),
-                )
-                for t in denied
-            )
-            return _replace(resp, responses=extra + resp.responses)
+            return _replace(resp, responses=tuple(topic_denied(ctx, t) for t in denied) + resp.responses)
 
         return then(handler(ctx, _replace(req, topics=kept)), fix)
 
     return checked
+
+
+def alter_share_group_offsets(handler: Handler) -> Handler:
+    return _group_and_named_topics_read(
+        handler,
+        READ,
+        lambda: asgo.AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED),
+        lambda ctx, t: asgo.AlterShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name,
+            topic_id=_topic_id(ctx, t.topic_name),
+            partitions=tuple(
+                asgo.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=TOPIC_DENIED
+                )
+                for p in t.partitions
+            ),
+        ),
+    )
 
 
 def delete_share_group_offsets(handler: Handler) -> Handler:
-    def checked(ctx: RequestContext, req: dsgo.DeleteShareGroupOffsetsRequest) -> Any:
-        if not allowed(ctx, DELETE, GROUP, req.group_id):
-            return dsgo.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED)
-        denied = [t for t in req.topics if not allowed(ctx, READ, TOPIC, t.topic_name)]
-        if not denied:
-            return handler(ctx, req)
-        kept = tuple(t for t in req.topics if t not in denied)
-
-        def fix(resp: dsgo.DeleteShareGroupOffsetsResponse) -> dsgo.DeleteShareGroupOffsetsResponse:
-            if resp.error_code:
-                return resp
-            extra = tuple(
-                dsgo.DeleteShareGroupOffsetsResponseTopic(
-                    topic_name=t.topic_name, topic_id=_ZERO, error_code=TOPIC_DENIED
-                )
-                for t in denied
-            )
-            return _replace(resp, responses=extra + resp.responses)
-
-        return then(handler(ctx, _replace(req, topics=kept)), fix)
-
-    return checked
+    return _group_and_named_topics_read(
+        handler,
+        DELETE,
+        lambda: dsgo.DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED),
+        lambda ctx, t: dsgo.DeleteShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, topic_id=_ZERO, error_code=TOPIC_DENIED
+        ),
+    )
 
 
 _ZERO = uuid.UUID(int=0)
