@@ -110,7 +110,7 @@ def run_report(args: argparse.Namespace) -> int:
         )
         print(CONTAINER_HINT, file=sys.stderr)
         return EXIT_MISSING_EXTRA
-    from groupcoord.pipeline.transform import journal_files, journal_glob  # pyspark imports only; fast
+    from groupcoord.pipeline.journal import journal_files, journal_glob  # pyspark imports only; fast
 
     if args.since is not None and args.until is not None and args.since >= args.until:
         print("groupcoord report: --since must be before --until", file=sys.stderr)

@@ -30,6 +30,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from groupcoord.pipeline import journal as J
 from groupcoord.pipeline import transform as T
 from groupcoord.pipeline.schema import JOURNAL_SCHEMA
 
@@ -68,14 +69,14 @@ def save_checkpoint(checkpoint_dir: Path, files: dict[str, int]) -> None:
 def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> Staged:
     """Parse the new and grown JSONL files into the staged Parquet; returns all events (prepared): the staged
     ones and those of the Parquet segments, read directly."""
-    if T.is_uri(data_dir):
+    if J.is_uri(data_dir):
         raise ValueError(
             "--checkpoint-dir needs a local --data-dir (journal files are listed by name and size)"
         )
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     staged_dir = checkpoint_dir / "staged"
     done = load_checkpoint(checkpoint_dir)
-    files = T.journal_files(data_dir)
+    files = J.journal_files(data_dir)
     segments = {Path(f).name for f in files if f.endswith(".parquet")}
     # staged JSONL files the coordinator has since rolled into Parquet: their events now come from the
     # segment, so their partitions go (first: a crash before the checkpoint is saved just repeats this)
@@ -92,7 +93,7 @@ def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> St
             .option("mode", "DROPMALFORMED")
             .json([str(journal / n) for n in todo])
         )
-        events = T.filter_events(raw, None, None)
+        events = J.filter_events(raw, None, None)
         name = F.regexp_extract(F.input_file_name(), r"([^/]+)$", 1)
         (
             T.prepare(events)
@@ -107,10 +108,10 @@ def stage(spark: SparkSession, data_dir: str | Path, checkpoint_dir: Path) -> St
     frames = []
     if any(staged_dir.glob(f"{FILE_COLUMN}=*")):
         frames.append(spark.read.parquet(str(staged_dir)).drop(FILE_COLUMN))
-    parquet, _ = T.segment_paths(spark, data_dir)
+    parquet, _ = J.segment_paths(spark, data_dir)
     if parquet:
         segment_events = spark.read.schema(JOURNAL_SCHEMA).parquet(*parquet)
-        frames.append(T.prepare(T.filter_events(segment_events, None, None)))
+        frames.append(T.prepare(J.filter_events(segment_events, None, None)))
     if not frames:
         raise FileNotFoundError(f"no journal events in {data_dir}")
     # events staged by an older version of the job may lack later columns (the share_records counts)

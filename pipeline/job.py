@@ -20,6 +20,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from groupcoord.pipeline import journal as J
 from groupcoord.pipeline import lag as L
 from groupcoord.pipeline import transform as T
 from groupcoord.pipeline.progress import Progress
@@ -153,17 +154,17 @@ def run_job(
     t0 = time.monotonic()
     out = Path(out)
     progress = progress or Progress(None, enabled=False)
-    files = T.journal_files(data_dir)
+    files = J.journal_files(data_dir)
     if not files:
-        raise FileNotFoundError(f"no journal files: {T.journal_glob(data_dir)} matched nothing")
+        raise FileNotFoundError(f"no journal files: {J.journal_glob(data_dir)} matched nothing")
     out.mkdir(parents=True, exist_ok=True)
     tables = out / "tables"
 
     parsed_files = sum(f.endswith(".jsonl") for f in files)  # Parquet segments are not parsed
     json_cache: DataFrame | None = None  # the parsed JSONL events, kept for the run
     if checkpoint_dir is None:
-        progress.step(f"reading {T.journal_glob(data_dir)} ({len(files)} file(s)) ...")
-        from_parquet, from_json = T.read_journal_parts(spark, data_dir, since_ms, until_ms)
+        progress.step(f"reading {J.journal_glob(data_dir)} ({len(files)} file(s)) ...")
+        from_parquet, from_json = J.read_journal_parts(spark, data_dir, since_ms, until_ms)
         parts = []
         if from_json is not None:
             # JSON is parsed once and kept; the columnar segments are cheaper to scan again per table, pruned
@@ -207,7 +208,7 @@ def run_job(
         progress.step("summarising ...")
         summary = _summary(spark, gsum, rebal, data_dir, since_ms, until_ms)
         total = summary["total_events"]
-        summary["journal_versions"] = versions = T.journal_versions(spark, data_dir)
+        summary["journal_versions"] = versions = J.journal_versions(spark, data_dir)
         if versions and versions[-1] > KNOWN_JOURNAL_VERSION:
             progress.step(
                 f"warning: the journal has version {versions[-1]}, newer than this report knows "

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from groupcoord.pipeline import journal as J
 from groupcoord.pipeline import lag as L
 from groupcoord.pipeline import transform as T
 
@@ -24,7 +25,7 @@ def rebalance(j: Any, group: str, ts: int, reason: str = "new_member") -> None:
 
 
 def run(spark: Any, data_dir: Any) -> tuple[list[dict], list[dict]]:
-    prepared = T.prepare(T.read_journal(spark, data_dir))
+    prepared = T.prepare(J.read_journal(spark, data_dir))
     lag = L.lag_over_time(prepared)
     rl = L.rebalance_lag(lag, T.rebalances(prepared)).select(*L.REBALANCE_LAG_COLUMNS)
     return (

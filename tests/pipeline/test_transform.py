@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from groupcoord.pipeline import journal as J
 from groupcoord.pipeline import transform as T
 
 pytestmark = pytest.mark.spark
@@ -15,7 +16,7 @@ T0 = 1_763_812_000_000
 
 
 def tables(spark: Any, data_dir: Path, **kw: Any) -> dict[str, dict]:
-    prepared = T.prepare(T.read_journal(spark, data_dir, **kw)).cache()
+    prepared = T.prepare(J.read_journal(spark, data_dir, **kw)).cache()
     rebal = T.rebalances(prepared).cache()
     try:
         return {
@@ -211,13 +212,13 @@ def test_read_journal_reads_parquet_segments_and_jsonl_from_a_path_and_a_uri(
     journal.join("g", "a", 1001)
     data = journal.write("journal-1-00000.jsonl")
     roll_file(data / "journal" / "journal-1-00000.jsonl")
-    only_parquet = [r.asDict() for r in T.read_journal(spark, f"file://{data}").orderBy("seq").collect()]
+    only_parquet = [r.asDict() for r in J.read_journal(spark, f"file://{data}").orderBy("seq").collect()]
     assert [r["event"] for r in only_parquet] == ["group_created", "member_joined"]
     journal.lines = []
     journal.join("g", "b", 1002)
     journal.write("journal-1-00001.jsonl", extra='{"ts": 10')  # a torn last line
     for where in (data, f"file://{data}"):
-        rows = T.read_journal(spark, where).orderBy("seq").collect()
+        rows = J.read_journal(spark, where).orderBy("seq").collect()
         assert [(r["seq"], r["member_id"]) for r in rows] == [(1, None), (2, "a"), (3, "b")], where
 
 
