@@ -21,7 +21,9 @@ from groupcoord.pipeline.job import run_job
 from tests.pipeline.compare import summary, table_rows
 from tests.pipeline.standalone import SPARK_HOME, StandaloneCluster
 
-pytestmark = pytest.mark.spark
+# a local Spark job, a standalone master and worker, and a spark-submit'ed job with its own JVMs: on a
+# loaded 2-core machine that took 300 s (80 s when only the suite ran), past the suite's default timeout
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = ("rebalances", "member_sessions", "group_summary")
@@ -99,7 +101,7 @@ def test_report_on_a_standalone_cluster_matches_the_local_run(
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
         env=_env(),
     )
     assert submitted.returncode == 0, submitted.stderr[-4000:] + cluster.log("worker")
