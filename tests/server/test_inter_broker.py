@@ -5,6 +5,7 @@ client side of the SASL login against a real node (good and bad credentials)."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from groupcoord.server.security.inter_broker import (
     jaas_option,
 )
 from tests.conftest import ServerProcess, free_port
+from tests.integration.certs import make_certs
 
 LISTENERS = "INTERNAL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9094"
 MAP = "INTERNAL:SASL_PLAINTEXT,EXTERNAL:PLAINTEXT"
@@ -130,5 +132,40 @@ async def test_login_to_a_sasl_listener(tmp_path: Path) -> None:
             bad = InterBrokerClient(listeners[0], mechanism, "admin", "wrong", None)
             with pytest.raises(InterBrokerAuthError, match="refused"):
                 await asyncio.wait_for(bad.connect("127.0.0.1", port), 30)
+    finally:
+        srv.kill()
+
+
+@pytest.mark.integration
+async def test_login_over_tls_to_a_sasl_ssl_listener(tmp_path: Path) -> None:
+    """SASL_SSL: the node's TLS context from its settings (trust store, host name checked), then SCRAM-SHA-512
+    as the JAAS config's username; a node that trusts another CA cannot connect."""
+    certs = make_certs(tmp_path / "certs")
+    other = make_certs(tmp_path / "other")
+    port = free_port()
+    listeners = f"SASL_SSL://127.0.0.1:{port}"
+    jaas = 'ScramLoginModule required username="admin" password="pw";'
+    srv = ServerProcess(
+        tmp_path / "data",
+        (
+            "--listeners", listeners, "--add-scram", "SCRAM-SHA-512=[name=admin,password=pw]",
+            "--ssl-keystore-location", str(certs.server_keystore),
+        ),
+        port=port,
+    ).start()  # fmt: skip
+    try:
+        for ca, ok in ((certs.ca, True), (other.ca, False)):
+            node = ServerConfig(
+                listeners=listeners,
+                ssl_truststore_location=str(ca),
+                sasl_jaas_config=jaas,
+                sasl_mechanism_inter_broker_protocol="SCRAM-SHA-512",
+            )
+            client = InterBrokerClient.from_config(node, node.listener_list(), jaas)
+            if ok:
+                assert await api_versions_over(client, port) == 0
+            else:
+                with pytest.raises(ssl.SSLCertVerificationError):
+                    await client.connect("127.0.0.1", port)
     finally:
         srv.kill()
