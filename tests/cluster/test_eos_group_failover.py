@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 
+import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError, ProducerFenced
@@ -126,3 +127,12 @@ async def test_exactly_once_loop_survives_kill_of_its_group_coordinator(server_f
     assert await shard_owner(pg_url, shard_of(group, 50)) not in (None, victim)  # the group moved
     out = await asyncio.to_thread(read_all, bootstrap, "out", 3, "read_committed")
     assert sorted(out) == sorted(b"out-r%d" % i for i in range(RECORDS)), loop.events  # exactly once
+    # and the transactional offsets reached the group's new coordinator: the input's ends, durably
+    conn = await asyncpg.connect(pg_url)
+    try:
+        rows = await conn.fetch("SELECT partition, committed_offset FROM offsets WHERE group_id = $1", group)
+        pending = await conn.fetchval("SELECT count(*) FROM pending_offsets WHERE group_id = $1", group)
+    finally:
+        await conn.close()
+    assert sorted((r[0], r[1]) for r in rows) == [(p, RECORDS // 3) for p in range(3)]
+    assert pending == 0
