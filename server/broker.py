@@ -424,7 +424,7 @@ class Broker:
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
         ib = self.security.inter_broker(self.listeners)  # its listener's address: where the others reach us
-        node = NodeInfo(cfg.node_id, ib.listener.advertised_host, ib.listener.advertised_port)
+        node = NodeInfo.registered(cfg.node_id, ib.listener, self.listeners)
         self.cluster = ClusterNode(
             node=node,
             store=self.store,

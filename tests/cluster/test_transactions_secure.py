@@ -4,7 +4,8 @@ Three nodes, every partition of the topic led by a different node, so the transa
 WriteTxnMarkers to the two other leaders (server/security/inter_broker.py): (a) over SASL_PLAINTEXT listeners
 logging in with SCRAM-SHA-256 as the brokers' own user, (b) over SSL listeners with client certificates
 required, the node presenting its certificate. The authorizer is on in both; the forwarding principal is a
-super user (Kafka's usual broker setup), the producing and reading client is not. confluent-kafka commits
+super user (Kafka's usual broker setup), the producing and reading client is not. (c) clients on a PLAINTEXT
+listener and the nodes on a SASL_PLAINTEXT one: each is told the other nodes' addresses on its own listener. confluent-kafka commits
 and aborts transactions; read_committed readers bootstrapped at every node see the committed records once
 and the aborted ones never (a read_uncommitted reader proves the aborted ones were written)."""
 
@@ -15,8 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from groupcoord.server.storage.shards import shard_of
 from tests.cluster.helpers import shard_owner, wait_balanced, wait_partitions_spread
@@ -30,17 +33,26 @@ AUTHORIZER = ("--authorizer-class-name", "org.apache.kafka.metadata.authorizer.S
 
 
 def start_cluster(
-    tmp_path: Path, url: str, protocol: str, extra: tuple[str, ...]
+    tmp_path: Path, url: str, protocol: str, extra: tuple[str, ...], *, internal: str | None = None
 ) -> dict[int, ServerProcess]:
-    """Three nodes, each with one `protocol` listener (its inter-broker listener, named explicitly)."""
+    """Three nodes, each with one `protocol` listener, the inter-broker one (named explicitly); with
+    `internal`, clients use the `protocol` listener CLIENT and the nodes talk over a second, INTERNAL one."""
     nodes: dict[int, ServerProcess] = {}
     try:
         for n in (1, 2, 3):
             port = free_port()
+            if internal is None:
+                listeners: tuple[str, ...] = (
+                    "--listeners", f"{protocol}://127.0.0.1:{port}", "--inter-broker-listener-name", protocol,
+                )  # fmt: skip
+            else:
+                listeners = (
+                    "--listeners", f"CLIENT://127.0.0.1:{port},INTERNAL://127.0.0.1:{free_port()}",
+                    "--listener-security-protocol-map", f"CLIENT:{protocol},INTERNAL:{internal}",
+                    "--inter-broker-listener-name", "INTERNAL",
+                )  # fmt: skip
             args = (
-                "--cluster", url, "--node-id", str(n), "--topic", "tx:3",
-                "--listeners", f"{protocol}://127.0.0.1:{port}",
-                "--inter-broker-listener-name", protocol,
+                "--cluster", url, "--node-id", str(n), "--topic", "tx:3", *listeners,
                 *AUTHORIZER, "--allow-everyone-if-no-acl-found", "true",
                 *extra,
             )  # fmt: skip
@@ -168,6 +180,42 @@ async def test_markers_forwarded_over_ssl(tmp_path: Path, pg_url: str) -> None:
             "ssl.key.location": str(certs.client_key),
         }
         await check_transactions(nodes, pg_url, client)
+    finally:
+        for srv in nodes.values():
+            srv.kill()
+
+
+async def test_clients_and_nodes_on_listeners_of_their_own(tmp_path: Path, pg_url: str) -> None:
+    """(c) Kafka's usual split: clients on a PLAINTEXT listener CLIENT (listed first), the nodes on a
+    SASL_PLAINTEXT SCRAM listener INTERNAL. Each node registers INTERNAL's address for the others and every
+    listener's for clients: Metadata and FindCoordinator name the CLIENT addresses of all nodes (a plaintext
+    client could not speak to INTERNAL), and the markers go over INTERNAL."""
+    nodes = start_cluster(
+        tmp_path,
+        pg_url,
+        "PLAINTEXT",
+        (
+            "--sasl-enabled-mechanisms", "SCRAM-SHA-256",
+            "--sasl-mechanism-inter-broker-protocol", "SCRAM-SHA-256",
+            "--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]",
+            "--sasl-jaas-config",
+            'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";',
+            "--super-users", "User:admin",
+        ),
+        internal="SASL_PLAINTEXT",
+    )  # fmt: skip
+    try:
+        client_ports = {srv.port for srv in nodes.values()}
+        await check_transactions(nodes, pg_url, {})
+        conn = await asyncpg.connect(pg_url)
+        try:
+            registered = {r[0]: r[1] for r in await conn.fetch("SELECT node_id, port FROM nodes")}
+        finally:
+            await conn.close()
+        assert set(registered) == set(nodes) and not set(registered.values()) & client_ports  # INTERNAL's
+        for srv in nodes.values():
+            brokers = AdminClient({"bootstrap.servers": srv.bootstrap}).list_topics(timeout=30).brokers
+            assert {b.port for b in brokers.values()} == client_ports
     finally:
         for srv in nodes.values():
             srv.kill()
