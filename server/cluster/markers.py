@@ -138,6 +138,15 @@ class MarkerRouter:
                 log.warning("transaction marker answer unreadable; retrying", target=what, error=repr(e))
                 code = E.REQUEST_TIMED_OUT
             if code not in RETRIABLE or loop.time() >= deadline:
+                if code == E.CLUSTER_AUTHORIZATION_FAILED:  # an operator's mistake: say what to fix
+                    log.warning(
+                        "transaction marker refused: this node's inter-broker principal needs CLUSTER_ACTION on"
+                        " the Cluster (or to be a super user) on the other nodes",
+                        target=what,
+                        error=code.name,
+                    )
+                elif code not in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION):
+                    log.warning("transaction marker not written", target=what, error=code.name)
                 return code
             await asyncio.sleep(RETRY_S)
 

@@ -5,9 +5,10 @@ WriteTxnMarkers to the two other leaders (server/security/inter_broker.py): (a) 
 logging in with SCRAM-SHA-256 as the brokers' own user, (b) over SSL listeners with client certificates
 required, the node presenting its certificate. The authorizer is on in both; the forwarding principal is a
 super user (Kafka's usual broker setup), the producing and reading client is not. (c) clients on a PLAINTEXT
-listener and the nodes on a SASL_PLAINTEXT one: each is told the other nodes' addresses on its own listener. confluent-kafka commits
-and aborts transactions; read_committed readers bootstrapped at every node see the committed records once
-and the aborted ones never (a read_uncommitted reader proves the aborted ones were written)."""
+listener and the nodes on a SASL_PLAINTEXT one: each is told the other nodes' addresses on its own listener.
+confluent-kafka commits and aborts transactions; read_committed readers bootstrapped at every node see the
+committed records once and the aborted ones never (a read_uncommitted reader proves the aborted ones were
+written). (d) nodes whose principal lacks CLUSTER_ACTION: their forwarded markers are refused."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.server.storage.shards import shard_of
@@ -33,7 +34,13 @@ AUTHORIZER = ("--authorizer-class-name", "org.apache.kafka.metadata.authorizer.S
 
 
 def start_cluster(
-    tmp_path: Path, url: str, protocol: str, extra: tuple[str, ...], *, internal: str | None = None
+    tmp_path: Path,
+    url: str,
+    protocol: str,
+    extra: tuple[str, ...],
+    *,
+    internal: str | None = None,
+    allow_everyone: bool = True,
 ) -> dict[int, ServerProcess]:
     """Three nodes, each with one `protocol` listener, the inter-broker one (named explicitly); with
     `internal`, clients use the `protocol` listener CLIENT and the nodes talk over a second, INTERNAL one."""
@@ -53,7 +60,7 @@ def start_cluster(
                 )  # fmt: skip
             args = (
                 "--cluster", url, "--node-id", str(n), "--topic", "tx:3", *listeners,
-                *AUTHORIZER, "--allow-everyone-if-no-acl-found", "true",
+                *AUTHORIZER, "--allow-everyone-if-no-acl-found", str(allow_everyone).lower(),
                 *extra,
             )  # fmt: skip
             nodes[n] = ServerProcess(tmp_path / f"node{n}", args, port=port).start()
@@ -216,6 +223,61 @@ async def test_clients_and_nodes_on_listeners_of_their_own(tmp_path: Path, pg_ur
         for srv in nodes.values():
             brokers = AdminClient({"bootstrap.servers": srv.bootstrap}).list_topics(timeout=30).brokers
             assert {b.port for b in brokers.values()} == client_ports
+    finally:
+        for srv in nodes.values():
+            srv.kill()
+
+
+def commit_one(conf: dict[str, Any], topic: str, partitions: int) -> None:
+    """One committed transaction over every partition; its outcome is not this test's subject."""
+    p = Producer({**conf, "transactional.id": TXN_ID, "acks": "all"})
+    try:
+        p.init_transactions(60)
+        p.begin_transaction()
+        for i in range(partitions):
+            p.produce(topic, value=b"v%d" % i, partition=i)
+        p.commit_transaction(60)
+    except KafkaException:
+        pass
+    finally:
+        p.flush(10)
+
+
+async def test_forwarding_principal_without_cluster_action_is_refused(tmp_path: Path, pg_url: str) -> None:
+    """(d) As in Kafka, the authorizer checks a forwarded WriteTxnMarkers for CLUSTER_ACTION on the Cluster:
+    nodes logging in as `broker`, neither a super user nor granted it, get CLUSTER_AUTHORIZATION_FAILED and
+    the coordinator says what to fix (the client `app` is a super user, so its own requests pass)."""
+    users = "SCRAM-SHA-256=[name=broker,password=b-secret];SCRAM-SHA-256=[name=app,password=a-secret]"
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b-secret";'
+    nodes = start_cluster(
+        tmp_path,
+        pg_url,
+        "SASL_PLAINTEXT",
+        (
+            "--sasl-enabled-mechanisms", "SCRAM-SHA-256",
+            "--sasl-mechanism-inter-broker-protocol", "SCRAM-SHA-256",
+            "--add-scram", users, "--sasl-jaas-config", jaas,
+            "--super-users", "User:app",
+        ),
+        allow_everyone=False,
+    )  # fmt: skip
+    try:
+        await wait_balanced(pg_url, list(nodes), timeout=90)
+        leaders = await wait_partitions_spread(pg_url, "tx", 3, list(nodes), timeout=60)
+        assert {owner for owner, _ in leaders.values()} == set(nodes)
+        coordinator = await shard_owner(pg_url, shard_of(TXN_ID, 50))
+        client = {
+            "bootstrap.servers": nodes[coordinator].bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-256",
+            "sasl.username": "app",
+            "sasl.password": "a-secret",
+        }
+        await asyncio.to_thread(commit_one, client, "tx", 3)
+        deadline = time.monotonic() + 60
+        while "needs CLUSTER_ACTION" not in nodes[coordinator].log_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline, "no refused marker logged"
+            await asyncio.sleep(0.2)
     finally:
         for srv in nodes.values():
             srv.kill()
