@@ -50,6 +50,7 @@ class ServerConfig:
     inter_broker_listener_name: str | None = None
     security_inter_broker_protocol: str | None = None
     sasl_mechanism_inter_broker_protocol: str = "PLAIN"
+    ssl_endpoint_identification_algorithm: str = "https"  # "" : the other node's host name is not checked
     node_id: int = 0
     broker_rack: str | None = None
     cluster_id: str = "groupcoord-cluster"

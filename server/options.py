@@ -150,6 +150,12 @@ OPTIONS: list[tuple[str, object, str]] = [
         "SASL mechanism for inter-broker connections: PLAIN (default), SCRAM-SHA-256 or SCRAM-SHA-512; the "
         'login is username="..." password="..." in --sasl-jaas-config',
     ),
+    (
+        "--ssl-endpoint-identification-algorithm",
+        str,
+        "https (default): a node connecting to another over TLS checks that its certificate names the host it "
+        "connects to; empty: not checked (the certificate still must chain to the trust store)",
+    ),
     ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
     (
         "--broker-rack",

@@ -8,9 +8,10 @@ Kafka's settings, Kafka's meaning:
   In cluster mode that listener's advertised address is what the node registers (`nodes` row), so the other
   nodes connect to it.
 * On an SSL or SASL_SSL inter-broker listener the node connects with TLS: the server certificate is checked
-  against `ssl.truststore.location` (the system CAs when unset) and the host name (Kafka's default
-  `ssl.endpoint.identification.algorithm=https`); the node presents its `ssl.keystore.location` certificate,
-  so with `ssl.client.auth=required` the receiving node sees `User:<its subject>`.
+  against `ssl.truststore.location` (the system CAs when unset) and, with Kafka's default
+  `ssl.endpoint.identification.algorithm=https`, against the host name (empty: not checked); the node
+  presents its `ssl.keystore.location` certificate, so with `ssl.client.auth=required` the receiving node
+  sees `User:<its subject>`.
 * On a SASL_PLAINTEXT or SASL_SSL one it authenticates with `sasl.mechanism.inter.broker.protocol` (PLAIN,
   SCRAM-SHA-256 or SCRAM-SHA-512) using the `username="..." password="..."` options of the JAAS config
   (`--sasl-jaas-config`), as Kafka's broker takes its client credentials from its login module's options.
@@ -87,6 +88,8 @@ def check_problems(cfg: ServerConfig, listeners: tuple[Listener, ...], jaas: str
             else "--security-inter-broker-protocol"
         )
         return [f"{flag}: {wanted} is not one of the listeners ({', '.join(x.name for x in listeners)})"]
+    if cfg.ssl_endpoint_identification_algorithm.strip().lower() not in ("https", ""):
+        problems.append("--ssl-endpoint-identification-algorithm must be https or empty")
     mechanism = cfg.sasl_mechanism_inter_broker_protocol
     if mechanism not in MECHANISMS:
         problems.append(f"--sasl-mechanism-inter-broker-protocol must be one of {', '.join(MECHANISMS)}")
@@ -122,6 +125,7 @@ class InterBrokerClient:
         if listener.is_ssl:
             tls = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=cfg.ssl_truststore_location)
             tls.minimum_version = ssl.TLSVersion.TLSv1_2
+            tls.check_hostname = cfg.ssl_endpoint_identification_algorithm.strip().lower() == "https"
             if cfg.ssl_keystore_location:
                 tls.load_cert_chain(cfg.ssl_keystore_location, password=cfg.ssl_key_password)
         return cls(

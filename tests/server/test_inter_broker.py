@@ -21,7 +21,7 @@ from groupcoord.server.security.inter_broker import (
     jaas_option,
 )
 from tests.conftest import ServerProcess, free_port
-from tests.integration.certs import make_certs
+from tests.integration.certs import make_certs, make_node_cert
 
 LISTENERS = "INTERNAL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9094"
 MAP = "INTERNAL:SASL_PLAINTEXT,EXTERNAL:PLAINTEXT"
@@ -65,6 +65,7 @@ def test_the_broker_login_comes_from_the_jaas_config() -> None:
         ({"security_inter_broker_protocol": "SSL"}, "SSL is not one of the listeners"),
         ({"security_inter_broker_protocol": "TLS"}, "must be one of PLAINTEXT"),
         ({"sasl_mechanism_inter_broker_protocol": "GSSAPI"}, "must be one of PLAIN, SCRAM"),
+        ({"ssl_endpoint_identification_algorithm": "ldap"}, "must be https or empty"),
         ({"cluster": "postgresql://h/db"}, 'username="..." password="..."'),
         (
             {
@@ -166,6 +167,36 @@ async def test_login_over_tls_to_a_sasl_ssl_listener(tmp_path: Path) -> None:
                 assert await api_versions_over(client, port) == 0
             else:
                 with pytest.raises(ssl.SSLCertVerificationError):
+                    await client.connect("127.0.0.1", port)
+    finally:
+        srv.kill()
+
+
+@pytest.mark.integration
+async def test_host_name_checked_unless_the_algorithm_is_empty(tmp_path: Path) -> None:
+    """Kafka's ssl.endpoint.identification.algorithm: https (the default) refuses a certificate that does not
+    name the host connected to; empty accepts it (it still chains to the trust store)."""
+    certs = make_certs(tmp_path / "certs")
+    keystore, _ = make_node_cert(tmp_path / "certs", "elsewhere", san="DNS:elsewhere.example")
+    port = free_port()
+    listeners = f"SSL://127.0.0.1:{port}"
+    srv = ServerProcess(
+        tmp_path / "data", ("--listeners", listeners, "--ssl-keystore-location", str(keystore)), port=port
+    ).start()
+    try:
+        for algorithm, ok in (("https", False), ("", True)):
+            node = ServerConfig(
+                listeners=listeners,
+                ssl_truststore_location=str(certs.ca),
+                ssl_endpoint_identification_algorithm=algorithm,
+            )
+            client = InterBrokerClient.from_config(node, node.listener_list(), "")
+            if ok:
+                assert await api_versions_over(client, port) == 0
+            else:
+                with pytest.raises(
+                    ssl.SSLCertVerificationError, match=r"Hostname mismatch|IP address mismatch"
+                ):
                     await client.connect("127.0.0.1", port)
     finally:
         srv.kill()
