@@ -39,7 +39,7 @@ from groupcoord.server.apis import (
 from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
 from groupcoord.server.cluster.leases import NodeInfo
-from groupcoord.server.cluster.markers import MarkerRouter
+from groupcoord.server.cluster.markers import Connect, MarkerRouter
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
@@ -423,7 +423,8 @@ class Broker:
             log.info("share groups are not served in cluster mode: APIs 76-79 and 90-92 are not offered")
         assert isinstance(self.store, PostgresStateStore)
         cfg = self.config
-        node = NodeInfo(cfg.node_id, self.listeners[0].advertised_host, self.listeners[0].advertised_port)
+        ib = self.security.inter_broker(self.listeners)  # its listener's address: where the others reach us
+        node = NodeInfo.registered(cfg.node_id, ib.listener, self.listeners)
         self.cluster = ClusterNode(
             node=node,
             store=self.store,
@@ -444,7 +445,7 @@ class Broker:
         )
         self.store.fence = self.cluster
         if isinstance(self.logs, ClusterLog):
-            self._cluster_transactions(self.cluster, self.logs)
+            self._cluster_transactions(self.cluster, self.logs, ib.connect)
         await self.cluster.start()
         if self.cluster_log_maintenance is not None:
             self.cluster_log_maintenance.start()
@@ -454,15 +455,14 @@ class Broker:
             assert self.txn is not None
             self.txn.start()
 
-    def _cluster_transactions(self, node: ClusterNode, logs: ClusterLog) -> None:
-        """Transactions in cluster mode (docs/cluster.md): transactional ids live on the group shards (same
-        hash, same leases), their state is loaded on takeover and fenced by the shard's epoch, markers go
-        through the partition leaders and the groups' coordinators (server/cluster/markers.py)."""
+    def _cluster_transactions(self, node: ClusterNode, logs: ClusterLog, connect: Connect) -> None:
+        """Transactions in cluster mode (docs/cluster.md): ids on the group shards, state loaded on takeover and
+        fenced by the shard's epoch, markers through the partition leaders (server/cluster/markers.py)."""
         txn = self.txn
         assert txn is not None
-        shards = self.config.offsets_topic_num_partitions
+        shards, ttl_s = self.config.offsets_topic_num_partitions, self.config.cluster_lease_ttl_ms / 1000
         self.markers = MarkerRouter(
-            node, logs, self._complete_group_txn, retry_for_s=3 * self.config.cluster_lease_ttl_ms / 1000
+            node, logs, self._complete_group_txn, retry_for_s=3 * ttl_s, connect=connect
         )
         txn.write_marker = self.markers.write_marker
         txn.complete_group = self.markers.complete_group

@@ -46,6 +46,11 @@ class ServerConfig:
     authorizer_class_name: str | None = None
     super_users: str | None = None
     allow_everyone_if_no_acl_found: bool = False
+    # inter-broker traffic (cluster mode's forwarded markers; server/security/inter_broker.py): Kafka's names
+    inter_broker_listener_name: str | None = None
+    security_inter_broker_protocol: str | None = None
+    sasl_mechanism_inter_broker_protocol: str = "PLAIN"
+    ssl_endpoint_identification_algorithm: str = "https"  # "" : the other node's host name is not checked
     node_id: int = 0
     broker_rack: str | None = None
     cluster_id: str = "groupcoord-cluster"

@@ -133,6 +133,29 @@ OPTIONS: list[tuple[str, object, str]] = [
         parse_bool,
         "with the authorizer on, allow access to a resource no ACL names (default false)",
     ),
+    (
+        "--inter-broker-listener-name",
+        str,
+        "the listener nodes of a cluster talk to each other on (forwarded transaction markers); its advertised "
+        "address is the one the node registers (default: the first listener)",
+    ),
+    (
+        "--security-inter-broker-protocol",
+        str,
+        "instead of --inter-broker-listener-name: the inter-broker listener by security protocol name",
+    ),
+    (
+        "--sasl-mechanism-inter-broker-protocol",
+        str,
+        "SASL mechanism for inter-broker connections: PLAIN (default), SCRAM-SHA-256 or SCRAM-SHA-512; the "
+        'login is username="..." password="..." in --sasl-jaas-config',
+    ),
+    (
+        "--ssl-endpoint-identification-algorithm",
+        str,
+        "https (default): a node connecting to another over TLS checks that its certificate names the host it "
+        "connects to; empty: not checked (the certificate still must chain to the trust store)",
+    ),
     ("--node-id", int, "this node's broker id in Metadata/FindCoordinator (default 0)"),
     (
         "--broker-rack",

@@ -89,6 +89,8 @@ class NodeAddress(Protocol):
     host: str
     port: int
 
+    def address(self, listener: str) -> tuple[str, int]: ...  # for a client of that listener
+
 
 class ShardRouting(Protocol):
     """Cluster mode (server/cluster): which node coordinates a group and whether this one serves it now."""

@@ -79,13 +79,16 @@ def _brokers(ctx: RequestContext) -> tuple[MetadataResponseBroker, ...]:
     routing = ctx.services.routing
     if routing is None:
         return (_broker(ctx),)
-    me = ctx.services.config.node_id
-    return tuple(
-        _broker(ctx)
-        if n.node_id == me
-        else MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port)
-        for n in routing.live_nodes()
-    ) or (_broker(ctx),)
+    me, out = ctx.services.config.node_id, []
+    for n in routing.live_nodes():
+        # each node's endpoint of the listener the request came in on, as Kafka answers
+        host, port = n.address(ctx.listener.name)
+        out.append(
+            _broker(ctx)
+            if n.node_id == me
+            else MetadataResponseBroker(node_id=n.node_id, host=host, port=port)
+        )
+    return tuple(out) or (_broker(ctx),)
 
 
 def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
@@ -266,7 +269,7 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
                 ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 "the coordinator's shard is being failed over",
             )
-        return owner.node_id, owner.host, owner.port, ErrorCode.NONE, None
+        return owner.node_id, *owner.address(ctx.listener.name), ErrorCode.NONE, None
 
     if ctx.version >= 4:
         coordinators = []

@@ -4,7 +4,8 @@
   now()`. Acquiring takes only a released or expired row and always bumps the epoch, so every ownership
   period has its own epoch and a write fenced by an old one fails (storage/postgres.py `_FENCE`).
   Renewing extends only rows still held at the epoch the node believes.
-* `nodes(node_id, host, port, last_seen)`: a node is live while `last_seen > now() - ttl`.
+* `nodes(node_id, host, port, endpoints, last_seen)`: a node is live while `last_seen > now() - ttl`; host and
+  port are its inter-broker listener's advertised address, `endpoints` every listener's (JSON).
 
 Rows of one statement are locked by PostgreSQL (`FOR UPDATE SKIP LOCKED` for acquisition), so two nodes
 racing for a shard never both win it.
@@ -12,7 +13,10 @@ racing for a shard never both win it.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import asyncpg
 
@@ -24,11 +28,46 @@ class NodeIdInUse(RuntimeError):
     """Another live process holds this node id (Kafka refuses a duplicate broker id the same way)."""
 
 
+class AdvertisedListener(Protocol):
+    """A listener as the broker bound it (server/net/listeners.py `Listener`)."""
+
+    name: str
+    advertised_host: str
+    advertised_port: int
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     node_id: int
-    host: str
+    host: str  # the inter-broker listener's advertised address: where the other nodes connect
     port: int
+    #: (listener name, advertised host, port) of each listener: what clients of that listener are told
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    @classmethod
+    def registered(
+        cls, node_id: int, inter_broker: AdvertisedListener, listeners: Iterable[AdvertisedListener]
+    ) -> NodeInfo:
+        endpoints = tuple((x.name, x.advertised_host, x.advertised_port) for x in listeners)
+        return cls(node_id, inter_broker.advertised_host, inter_broker.advertised_port, endpoints)
+
+    def address(self, listener: str) -> tuple[str, int]:
+        """(host, port) for a client of `listener`, as Kafka names each broker's endpoint of the listener the
+        request came in on; a node registered without it (an older node) gives its inter-broker address."""
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return self.host, self.port
+
+    def endpoints_json(self) -> str:
+        return json.dumps([list(e) for e in self.endpoints])
+
+
+def _endpoints(text: str | None) -> tuple[tuple[str, str, int], ...]:
+    try:
+        return tuple((str(n), str(h), int(p)) for n, h, p in json.loads(text or "[]"))
+    except (ValueError, TypeError):
+        return ()
 
 
 async def prepare(conn: asyncpg.Connection, shards: int) -> None:
@@ -63,21 +102,22 @@ async def claim_node_id(conn: asyncpg.Connection, node_id: int) -> None:
 
 async def heartbeat_node(conn: asyncpg.Connection, node: NodeInfo) -> None:
     await conn.execute(
-        "INSERT INTO nodes (node_id, host, port, last_seen) VALUES ($1, $2, $3, now())"
-        " ON CONFLICT (node_id) DO UPDATE SET host = $2, port = $3, last_seen = now()",
+        "INSERT INTO nodes (node_id, host, port, endpoints, last_seen) VALUES ($1, $2, $3, $4, now())"
+        " ON CONFLICT (node_id) DO UPDATE SET host = $2, port = $3, endpoints = $4, last_seen = now()",
         node.node_id,
         node.host,
         node.port,
+        node.endpoints_json(),
     )
 
 
 async def live_nodes(conn: asyncpg.Connection, ttl_ms: int) -> list[NodeInfo]:
     rows = await conn.fetch(
-        "SELECT node_id, host, port FROM nodes WHERE last_seen > now() - make_interval(secs => $1::float8 / 1000)"
-        " ORDER BY node_id",
+        "SELECT node_id, host, port, endpoints FROM nodes"
+        " WHERE last_seen > now() - make_interval(secs => $1::float8 / 1000) ORDER BY node_id",
         ttl_ms,
     )
-    return [NodeInfo(r[0], r[1], r[2]) for r in rows]
+    return [NodeInfo(r[0], r[1], r[2], _endpoints(r[3])) for r in rows]
 
 
 async def renew(conn: asyncpg.Connection, node_id: int, held: dict[int, int], ttl_ms: int) -> dict[int, int]:
@@ -137,10 +177,10 @@ async def leave(conn: asyncpg.Connection, node_id: int) -> None:
 async def owners(conn: asyncpg.Connection) -> dict[int, NodeInfo]:
     """shard -> the node holding an unexpired lease on it (shards without one are absent)."""
     rows = await conn.fetch(
-        "SELECT l.shard, n.node_id, n.host, n.port FROM shard_lease l JOIN nodes n ON n.node_id = l.owner"
-        " WHERE l.expires_at > now()"
+        "SELECT l.shard, n.node_id, n.host, n.port, n.endpoints FROM shard_lease l"
+        " JOIN nodes n ON n.node_id = l.owner WHERE l.expires_at > now()"
     )
-    return {r[0]: NodeInfo(r[1], r[2], r[3]) for r in rows}
+    return {r[0]: NodeInfo(r[1], r[2], r[3], _endpoints(r[4])) for r in rows}
 
 
 async def shard_holders(conn: asyncpg.Connection) -> dict[int, tuple[NodeInfo, int]]:

@@ -15,8 +15,10 @@ one); past that the transaction stays in Prepare* and the coordinator's periodic
 retries markers until they are written. Markers are idempotent for the reader (a second COMMIT of the same
 producer and epoch closes nothing), so a retry after an answer lost on the wire is harmless.
 
-The forwarded request goes to the node's registered (first) listener without TLS or SASL: inter-node
-security is not configured yet (docs/cluster.md).
+The forwarded request goes to the address the leader registered, its inter-broker listener, over a
+connection `connect` opens: TLS and SASL as that listener needs, with this node's own credentials
+(server/security/inter_broker.py; Kafka's `inter.broker.listener.name`). Where an authorizer is on, this
+node's principal needs CLUSTER_ACTION on the Cluster (or to be a super user), as Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -55,19 +57,34 @@ RETRIABLE = {
 }
 
 CompleteLocal = Callable[[str, int, bool], Awaitable[bool]]
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+#: opens a connection to another node's inter-broker listener, TLS and SASL done
+Connect = Callable[[str, int], Awaitable[Connection]]
+
+
+async def plaintext(host: str, port: int) -> Connection:
+    """`Connect` for a PLAINTEXT inter-broker listener."""
+    return await asyncio.wait_for(asyncio.open_connection(host, port), 10)
 
 
 class MarkerRouter:
     """The transaction coordinator's `write_marker` and `complete_group` in cluster mode."""
 
     def __init__(
-        self, node: ClusterNode, logs: ClusterLog, complete_local: CompleteLocal, *, retry_for_s: float
+        self,
+        node: ClusterNode,
+        logs: ClusterLog,
+        complete_local: CompleteLocal,
+        *,
+        retry_for_s: float,
+        connect: Connect = plaintext,
     ) -> None:
         self.node = node
+        self.connect = connect
         self.logs = logs
         self.complete_local = complete_local
         self.retry_for_s = retry_for_s
-        self._conns: dict[tuple[str, int], tuple[asyncio.StreamReader, asyncio.StreamWriter]] = {}
+        self._conns: dict[tuple[str, int], Connection] = {}
         self._conn_locks: dict[tuple[str, int], asyncio.Lock] = {}
         self._correlation = 0
         self.forwarded = 0  # markers sent to other nodes (tests, metrics)
@@ -121,6 +138,15 @@ class MarkerRouter:
                 log.warning("transaction marker answer unreadable; retrying", target=what, error=repr(e))
                 code = E.REQUEST_TIMED_OUT
             if code not in RETRIABLE or loop.time() >= deadline:
+                if code == E.CLUSTER_AUTHORIZATION_FAILED:  # an operator's mistake: say what to fix
+                    log.warning(
+                        "transaction marker refused: this node's inter-broker principal needs CLUSTER_ACTION on"
+                        " the Cluster (or to be a super user) on the other nodes",
+                        target=what,
+                        error=code.name,
+                    )
+                elif code not in (E.NONE, E.UNKNOWN_TOPIC_OR_PARTITION):
+                    log.warning("transaction marker not written", target=what, error=code.name)
                 return code
             await asyncio.sleep(RETRY_S)
 
@@ -171,12 +197,12 @@ class MarkerRouter:
                         return E.UNKNOWN_SERVER_ERROR
         return E.UNKNOWN_SERVER_ERROR
 
-    async def _connection(self, target: NodeInfo) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _connection(self, target: NodeInfo) -> Connection:
         address = (target.host, target.port)
         conn = self._conns.get(address)
         if conn is not None and not conn[1].is_closing():
             return conn
-        conn = await asyncio.wait_for(asyncio.open_connection(target.host, target.port), 10)
+        conn = await self.connect(target.host, target.port)
         self._conns[address] = conn
         return conn
 

@@ -44,5 +44,6 @@ LISTENER_DEFS = (
         None,
         "Name of listener used for communication between brokers. If this is unset, the listener name is "
         "defined by security.inter.broker.protocol.",
+        attr="inter_broker_listener_name",
     ),
 )

@@ -17,6 +17,8 @@ from groupcoord.server.config import ServerConfig
 from groupcoord.server.net.listeners import Listener
 from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authorizer, binding_problem
 from groupcoord.server.security.gate import SaslGate
+from groupcoord.server.security.inter_broker import InterBrokerClient
+from groupcoord.server.security.inter_broker import check_problems as check_inter_broker
 from groupcoord.server.security.plain import users_from_jaas
 from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from groupcoord.server.security.scram import ScramCredential, credential_from_salted, new_credential
@@ -120,6 +122,10 @@ class Security:
             )
             self._contexts[listener.name] = server_context(settings)
         return self._contexts[listener.name]
+
+    def inter_broker(self, listeners: tuple[Listener, ...]) -> InterBrokerClient:
+        """How this node reaches the others (cluster mode): the listener it registers, TLS and SASL login."""
+        return InterBrokerClient.from_config(self.config, listeners, jaas_config(self.config))
 
     # -- access control (server.services.AccessControl)
 
@@ -250,7 +256,7 @@ def check_settings(cfg: ServerConfig, listeners: tuple[Listener, ...]) -> list[s
         if inline and path:
             problems.append(f"give {flag} or {flag}-file, not both")
     try:
-        jaas_config(cfg)
+        problems.extend(check_inter_broker(cfg, listeners, jaas_config(cfg)))
     except ValueError as exc:
         problems.append(str(exc))
     try:

@@ -141,6 +141,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE SEQUENCE producer_ids START 1000;
         """,
     ),
+    (
+        7,
+        """
+        -- cluster mode: every listener's advertised address, JSON [[name, host, port], ...]; host and port
+        -- stay the inter-broker listener's (server/security/inter_broker.py). Metadata and FindCoordinator
+        -- name each node's address on the listener the request came in on, as Kafka does
+        ALTER TABLE nodes ADD COLUMN endpoints TEXT NOT NULL DEFAULT '[]';
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -59,3 +59,18 @@ def make_certs(d: Path) -> Certs:
         d, "client", "/C=NL/O=acme/OU=payments/CN=alice-client", "extendedKeyUsage=clientAuth\n"
     )
     return Certs(d / "ca.pem", keystore, ccert, ckey, "CN=alice-client,OU=payments,O=acme,C=NL")
+
+
+def make_node_cert(d: Path, name: str = "node", san: str = "IP:127.0.0.1,DNS:localhost") -> tuple[Path, str]:
+    """A broker's keystore (key + certificate signed by `make_certs`'s CA in `d`) usable both ways, as
+    inter-broker TLS needs: serverAuth for its listener, clientAuth when it connects to another node.
+    -> (keystore, its principal as Kafka names it)."""
+    key, cert = _signed(
+        d,
+        name,
+        f"/O=groupcoord/CN={name}",
+        f"subjectAltName={san}\nextendedKeyUsage=serverAuth,clientAuth\n",
+    )
+    keystore = d / f"{name}-keystore.pem"
+    keystore.write_text(key.read_text() + cert.read_text())
+    return keystore, f"User:CN={name},O=groupcoord"
