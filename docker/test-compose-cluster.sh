@@ -6,7 +6,8 @@
 #     over the three nodes produces with acks=all while this script `docker kill`s (SIGKILL) the leader of
 #     partition 0; the phase goes on until every partition has new acknowledged records;
 #  3. phase cluster-check from the two survivors: the same metadata, every acknowledged record read at its
-#     offset through each, committed offsets shared;
+#     offset through each, committed offsets shared, a transaction over every node committed (markers
+#     forwarded over the INTERNAL listener) and an aborted one hidden;
 #  4. the killed node started again (same volume), phase cluster-check through all three;
 #  5. teardown of this stack (containers, volumes, network, the images this run built).
 # The tests run from this checkout's .venv when it has the clients, else (or with GROUPCOORD_COMPOSE_CLIENTS=image)

@@ -189,3 +189,51 @@ async def test_every_node_serves_every_acknowledged_record_and_the_same_metadata
             assert got == tp.partition + 1
     finally:
         await reader.stop()
+
+
+@pytest.mark.skipif(PHASE != "cluster-check", reason="compose phase: run by docker/test-compose-cluster.sh")
+async def test_a_transaction_over_every_node_commits_and_an_aborted_one_stays_hidden() -> None:
+    """Markers of partitions led by another node than the transaction's coordinator travel between the
+    containers over the INTERNAL listener (inter.broker.listener.name): with a node advertising 127.0.0.1
+    there, the marker would go back into the sender's own container and the commit would fail."""
+    live = sorted({1, 2, 3} - {int(n) for n in os.environ.get("GROUPCOORD_COMPOSE_DEAD", "").split(",") if n})
+    topic = f"cluster-txn-{RUN}-{'-'.join(map(str, live))}"
+    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    finally:
+        await admin.close()
+    leaders = await asyncio.to_thread(_same_view_everywhere, topic, set(live))
+    assert len({leader for leader, _ in leaders.values()}) > 1, f"one node leads every partition: {leaders}"
+    producer = AIOKafkaProducer(
+        bootstrap_servers=BOOTSTRAP, transactional_id=f"{topic}-tx", request_timeout_ms=30000
+    )
+    await producer.start()
+    try:
+        await producer.begin_transaction()  # aborted: must never be read committed
+        for p in range(PARTITIONS):
+            await producer.send_and_wait(topic, f"aborted-{p}".encode(), partition=p)
+        await producer.abort_transaction()
+        await producer.begin_transaction()
+        for p in range(PARTITIONS):
+            await producer.send_and_wait(topic, f"committed-{p}".encode(), partition=p)
+        await producer.commit_transaction()
+    finally:
+        await producer.stop()
+    reader = AIOKafkaConsumer(
+        bootstrap_servers=BOOTSTRAP, auto_offset_reset="earliest", isolation_level="read_committed",
+        enable_auto_commit=False,
+    )  # fmt: skip
+    await reader.start()
+    try:
+        reader.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        seen: list[str] = []
+        deadline = time.monotonic() + 120
+        while len(seen) < PARTITIONS:
+            assert time.monotonic() < deadline, f"read committed {seen}"
+            for records in (await reader.getmany(timeout_ms=1000)).values():
+                seen += [r.value.decode() for r in records]
+        assert sorted(seen) == sorted(f"committed-{p}" for p in range(PARTITIONS))
+    finally:
+        await reader.stop()
