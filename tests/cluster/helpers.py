@@ -14,6 +14,15 @@ from groupcoord.protocol.codec import decode_response, encode_request
 from groupcoord.protocol.messages import offset_commit as oc
 from tests.conftest import ServerProcess
 
+#: `metadata_max_age_ms` for aiokafka consumers in cluster tests. aiokafka 0.14 resets a position (ListOffsets)
+#: at the leader its metadata names and, answered NOT_LEADER_OR_FOLLOWER, retries the same node without
+#: refreshing its metadata, failing every partition of that request, until its periodic refresh (5 minutes
+#: by default). Partitions move while nodes join and fail over, and a node's Metadata may name the previous
+#: leader for up to a lease tick: a consumer that asked in that window read one partition of three and stalled
+#: on the two whose stale leader was the same node (CI, 2026-11-26). A short period lets it find the leader,
+#: as the Java client does at once.
+AIOKAFKA_METADATA_MAX_AGE_MS = 1000
+
 
 def start_nodes(server_factory, url: str, count: int = 3, *extra: str) -> dict[int, ServerProcess]:  # type: ignore[no-untyped-def]
     return {n: server_factory("--cluster", url, "--node-id", str(n), *extra) for n in range(1, count + 1)}

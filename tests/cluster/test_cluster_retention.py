@@ -22,7 +22,12 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
-from tests.cluster.helpers import start_nodes, stored_batches, wait_partitions_spread
+from tests.cluster.helpers import (
+    AIOKAFKA_METADATA_MAX_AGE_MS,
+    start_nodes,
+    stored_batches,
+    wait_partitions_spread,
+)
 from tests.cluster.test_data_plane import produced_ok
 from tests.integration.helpers import RawClient, wait_for_sync
 from tests.log.log_helpers import make_batch
@@ -145,7 +150,11 @@ async def test_a_compacted_topic_keeps_the_latest_value_per_key_in_postgresql_ac
     bootstrap = nodes[
         next(n for n in survivors if n != other)
     ].bootstrap  # the survivor that is not its leader
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=AIOKAFKA_METADATA_MAX_AGE_MS,
+    )
     await consumer.start()
     try:
         tp = TopicPartition("table", 0)

@@ -21,7 +21,13 @@ from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
-from tests.cluster.helpers import partition_leases, start_nodes, stored_batches, wait_partitions_spread
+from tests.cluster.helpers import (
+    AIOKAFKA_METADATA_MAX_AGE_MS,
+    partition_leases,
+    start_nodes,
+    stored_batches,
+    wait_partitions_spread,
+)
 from tests.conftest import ServerProcess
 from tests.integration.helpers import RawClient, stop_aiokafka, wait_for_sync
 from tests.log.log_helpers import make_batch
@@ -121,7 +127,12 @@ async def test_every_node_names_the_same_leaders_and_only_the_leader_serves_data
 
 async def _consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[tuple[int, int, bytes]]:
     """(partition, offset, value) of the first `count` records of `topic`, read from the beginning."""
-    c = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+    c = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        metadata_max_age_ms=AIOKAFKA_METADATA_MAX_AGE_MS,
+    )
     await c.start()
     try:
         c.assign([TopicPartition(topic, p) for p in range(partitions)])
@@ -240,7 +251,7 @@ async def test_two_members_of_one_group_bootstrapped_at_different_nodes_share_on
     members = [
         AIOKafkaConsumer(
             "work", bootstrap_servers=nodes[n].bootstrap, group_id="shared", auto_offset_reset="earliest",
-            enable_auto_commit=False,
+            enable_auto_commit=False, metadata_max_age_ms=AIOKAFKA_METADATA_MAX_AGE_MS,
         )
         for n in (2, 3)
     ]  # fmt: skip

@@ -6,6 +6,8 @@ with OffsetCommit v9 carrying its member epoch. The server side is checked with 
 
 from __future__ import annotations
 
+import collections
+import logging
 import threading
 import time
 from typing import Any
@@ -44,12 +46,25 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 6) -> None:
 
 
 class Member:
-    """One KIP-848 consumer on its own thread; records go to the shared `seen` (value -> member name)."""
+    """One KIP-848 consumer on its own thread; records go to the shared `seen` (value -> member name).
+
+    librdkafka retries most errors silently, so a member that never joins would otherwise fail a test without
+    a word: `errors` keeps what it reported (polled error events and its `error_cb`), and with `debug` set
+    (librdkafka's contexts, e.g. "cgrp,consumer") its debug log is kept too; `diagnostics()` says both."""
 
     def __init__(
-        self, bootstrap: str, group: str, topic: str, name: str, seen: dict, instance: str | None = None
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        name: str,
+        seen: dict,
+        instance: str | None = None,
+        debug: str | None = None,
     ):
         self.name = name
+        self.errors: list[str] = []
+        self.debug_log: collections.deque[str] = collections.deque(maxlen=5000)
         conf: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
@@ -57,7 +72,11 @@ class Member:
             "client.id": name,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "error_cb": lambda err: self.errors.append(f"{time.strftime('%H:%M:%S')} error_cb: {err}"),
         }
+        if debug is not None:
+            conf["debug"] = debug
+            conf["logger"] = _lines_logger(name, self.debug_log)
         if instance is not None:
             conf["group.instance.id"] = instance
         self.lock = threading.Lock()
@@ -70,7 +89,10 @@ class Member:
 
         def poll(c: Consumer) -> Any:
             m = c.poll(0.2)
-            if m is None or m.error():
+            if m is None:
+                return None
+            if m.error():
+                self.errors.append(f"{time.strftime('%H:%M:%S')} poll: {m.error()}")
                 return None
             with self.lock:
                 v = m.value().decode()
@@ -94,8 +116,33 @@ class Member:
     def member_id(self) -> str:
         return self.thread.state[0] if self.thread.state else ""
 
+    def diagnostics(self) -> str:
+        """What librdkafka told this member: its errors, then its debug log (if `debug` was set)."""
+        return "\n".join(
+            [
+                f"--- {self.name}: member id {self.member_id!r}, partitions {sorted(self.partitions)}, "
+                f"thread error {self.thread.error!r}",
+                *self.errors,
+                *(["--- debug log:", *self.debug_log] if self.debug_log else []),
+            ]
+        )
+
     def close(self) -> None:
         self.thread.stop(close=lambda c: c.close())
+
+
+def _lines_logger(name: str, lines: collections.deque) -> logging.Logger:
+    """A logger (not propagated) that keeps librdkafka's log lines, with the time they came, in `lines`."""
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(f"{time.strftime('%H:%M:%S')}.{int(record.msecs):03d} {record.getMessage()}")
+
+    log = logging.getLogger(f"rdkafka.{name}.{id(lines)}")
+    log.propagate = False
+    log.setLevel(logging.DEBUG)
+    log.addHandler(_Keep())
+    return log
 
 
 def describe(srv: Any, group: str) -> Any:
