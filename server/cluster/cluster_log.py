@@ -326,9 +326,14 @@ class ClusterLog(ClusterTopics):
         assert isinstance(plog, PartitionLog)
         served = self._logs.get(key) is plog
         if code == ErrorCode.NONE:
-            for entry in entries:
-                if entry.after_commit:
-                    plog.restore(entry.stored)
+            try:
+                for entry in entries:
+                    if entry.after_commit:
+                        plog.restore(entry.stored)
+            except LogError:  # durable but not in the memory copy: serve it again only after a reload
+                if served:
+                    self._lose(key)
+                raise
             plog.committed_end = max(plog.committed_end or 0, entries[-1].last + 1)
             self._wake(plog)
         elif served:
