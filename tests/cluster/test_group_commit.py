@@ -218,3 +218,43 @@ async def test_many_idempotent_producers_to_one_node_every_acknowledged_record_o
             mine = [(o, v) for q, o, v in sorted(read) if q == p and v.startswith(b"%d-" % n)]
             sent = [int(v.split(b"-")[1]) for _, v in mine]
             assert sent == sorted(sent)  # in the order this producer sent them
+
+
+async def test_a_commit_in_doubt_drops_its_partitions_and_nothing_after_it_is_written(
+    leader: ClusterLog, pg_url: str
+) -> None:
+    """The connection of a commit in flight dies (its outcome unknown): every partition of the group is
+    dropped (KAFKA_STORAGE_ERROR, reloaded from PostgreSQL by a later load), and a batch of one of them that
+    was queued behind it is never written, so no offset past an unknown one is ever stored."""
+    lost: list[tuple[str, int]] = []
+    leader.on_lost = lost.append
+    blocker = await asyncpg.connect(pg_url)
+    try:
+        tx = blocker.transaction()
+        await tx.start()
+        await blocker.execute(
+            "SELECT 1 FROM partition_lease WHERE topic = $1 AND partition = 0 FOR UPDATE", TOPIC
+        )
+        first = [asyncio.ensure_future(leader.append(TOPIC, p, make_batch(1), -1)) for p in (0, 1)]
+        pid = None
+        deadline = time.monotonic() + 30
+        while pid is None:  # the group's statement waits for the lease row
+            assert time.monotonic() < deadline, "the group commit never reached PostgreSQL"
+            await asyncio.sleep(0.02)
+            pid = await blocker.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%unnest%'"
+            )
+        behind = asyncio.ensure_future(leader.append(TOPIC, 1, make_batch(1), -1))
+        other = asyncio.ensure_future(leader.append(TOPIC, 2, make_batch(1), -1))
+        await wait_until(lambda: leader.partition(TOPIC, 1).log_end_offset == 2, "queued behind the commit")
+        await blocker.fetchval("SELECT pg_terminate_backend($1)", pid)
+        await tx.rollback()
+    finally:
+        await blocker.close()
+    assert [r.error for r in await asyncio.gather(*first)] == [ErrorCode.KAFKA_STORAGE_ERROR] * 2
+    assert (await behind).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (await other).error == ErrorCode.NONE  # a partition outside the failed group goes on
+    assert sorted(lost) == [(TOPIC, 0), (TOPIC, 1)]
+    assert leader.partition(TOPIC, 0) is None and leader.partition(TOPIC, 1) is None
+    assert await stored_batches(pg_url, TOPIC, 1) == []  # the killed statement rolled back; nothing after it
+    assert await stored_batches(pg_url, TOPIC, 2) == [(0, 0)]
