@@ -241,6 +241,7 @@ async def test_a_commit_in_doubt_drops_its_partitions_and_nothing_after_it_is_wr
         while pid is None:  # the group's statement waits for the lease row
             assert time.monotonic() < deadline, "the group commit never reached PostgreSQL"
             await asyncio.sleep(0.02)
+            await blocker.execute("SELECT pg_stat_clear_snapshot()")  # else read once per transaction
             pid = await blocker.fetchval(
                 "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%unnest%'"
             )
