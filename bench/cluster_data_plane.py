@@ -2,7 +2,7 @@
 three `groupcoord serve --cluster` nodes on one PostgreSQL, beside a single-node server (segment log on disk)
 in the same run; and partition failover time. Not a test: it prints a table.
 
-`python bench/cluster_data_plane.py [--seconds S] [--per-batch N] [--trials T]`. A throw-away PostgreSQL
+`python bench/cluster_data_plane.py [--seconds S] [--per-batch N] [--conns C] [--trials T]`. A throw-away PostgreSQL
 (fsync on, `groupcoord.testing.pgcluster`) is started for the run; nodes are started as the cluster tests start
 them (tests/cluster/helpers.py).
 
@@ -10,7 +10,8 @@ them (tests/cluster/helpers.py).
   first) and is driven only with its own partition; the single node is driven with all three at once, so the
   load offered is the same. Produce is acks=all (the cluster acknowledges once PostgreSQL has committed the
   batch; the single node once the segment is fsynced), 1 KB records, pre-encoded raw Produce v9 frames with
-  batches built by aiokafka's record builder, 2 connections per partition; Fetch reads each partition back
+  batches built by aiokafka's record builder, 2 connections per partition (`--conns`: more concurrent
+  producers, which the cluster's group commit gathers into shared commits); Fetch reads each partition back
   to its end on one connection (Fetch v12, 4 MB per request), and every acknowledged record must come back.
   Raw frames keep the client thin, so the figures are what the servers sustain (as bench/data_plane.py).
 * failover: an aiokafka producer (acks=all, bootstrapped at all three nodes) has a send to partition 0
@@ -111,11 +112,15 @@ async def fetch(port: int, partition: int, timeout: float = 120) -> tuple[int, i
     return got, records, elapsed
 
 
-async def drive(ports: dict[int, int], seconds: float, per_batch: int) -> dict[str, dict[int, tuple]]:
+async def drive(
+    ports: dict[int, int], seconds: float, per_batch: int, conns: int = 2
+) -> dict[str, dict[int, tuple]]:
     """ports: partition -> port of the server that leads it. Produce to every partition at once, then fetch
     every partition back at once; per partition (bytes, records, elapsed s). Every acknowledged record must
     be read back: a short read is an error, not a figure."""
-    produced = await asyncio.gather(*(produce(port, p, seconds, per_batch, 2) for p, port in ports.items()))
+    produced = await asyncio.gather(
+        *(produce(port, p, seconds, per_batch, conns) for p, port in ports.items())
+    )
     fetched = await asyncio.gather(*(fetch(port, p) for p, port in ports.items()))
     for p, (_, wrote, _), (_, read, _) in zip(ports, produced, fetched, strict=True):
         if read != wrote:
@@ -144,16 +149,18 @@ def start(tmp: Path, name: str, *args: str) -> ServerProcess:
     return ServerProcess(tmp / name, args).start()
 
 
-async def bench_single(tmp: Path, seconds: float, per_batch: int) -> list[tuple]:
+async def bench_single(tmp: Path, seconds: float, per_batch: int, conns: int = 2) -> list[tuple]:
     srv = start(tmp, "single", "--topic", f"{TOPIC}:{PARTITIONS}")
     try:
-        result = await drive(dict.fromkeys(range(PARTITIONS), srv.port), seconds, per_batch)
+        result = await drive(dict.fromkeys(range(PARTITIONS), srv.port), seconds, per_batch, conns)
     finally:
         srv.stop()
     return rows_of("single node (disk log)", None, result)
 
 
-async def bench_cluster(pg: PgCluster, tmp: Path, seconds: float, per_batch: int) -> list[tuple]:
+async def bench_cluster(
+    pg: PgCluster, tmp: Path, seconds: float, per_batch: int, conns: int = 2
+) -> list[tuple]:
     url = pg.create_database()
     nodes = {n: start(tmp, f"node{n}", "--cluster", url, "--node-id", str(n), "--topic",
                       f"{TOPIC}:{PARTITIONS}") for n in (1, 2, 3)}  # fmt: skip
@@ -161,7 +168,8 @@ async def bench_cluster(pg: PgCluster, tmp: Path, seconds: float, per_batch: int
         leases = await wait_partitions_spread(url, TOPIC, PARTITIONS, list(nodes), timeout=60)
         if len({leader for leader, _ in leases.values()}) != len(nodes):
             raise RuntimeError(f"each node should lead one partition: {leases}")
-        result = await drive({p: nodes[leader].port for p, (leader, _) in leases.items()}, seconds, per_batch)
+        ports = {p: nodes[leader].port for p, (leader, _) in leases.items()}
+        result = await drive(ports, seconds, per_batch, conns)
     finally:
         for node in nodes.values():
             node.stop()
@@ -223,8 +231,8 @@ async def run(args: argparse.Namespace) -> str:
     pg = PgCluster(fsync=True, max_connections=300).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            rows = await bench_single(Path(tmp), args.seconds, args.per_batch)
-            rows += await bench_cluster(pg, Path(tmp), args.seconds, args.per_batch)
+            rows = await bench_single(Path(tmp), args.seconds, args.per_batch, args.conns)
+            rows += await bench_cluster(pg, Path(tmp), args.seconds, args.per_batch, args.conns)
             took = await bench_failover(pg, Path(tmp), args.trials) if args.trials else []
     finally:
         pg.stop()
@@ -237,10 +245,11 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=8.0, help="per produce and per fetch phase")
     parser.add_argument("--per-batch", type=int, default=256, help="1 KB records per produced batch")
+    parser.add_argument("--conns", type=int, default=2, help="produce connections per partition")
     parser.add_argument("--trials", type=int, default=3, help="failover trials (0: none)")
     args = parser.parse_args()
     load = os.getloadavg()
-    print(f"# bench/cluster_data_plane.py on {os.cpu_count()} cores, loadavg {load[0]:.1f} {load[1]:.1f} "
+    print(f"# bench/cluster_data_plane.py {' '.join(sys.argv[1:])} on {os.cpu_count()} cores, loadavg {load[0]:.1f} {load[1]:.1f} "
           f"{load[2]:.1f} at start; clients in this process", flush=True)  # fmt: skip
     print(asyncio.run(run(args)))
     load = os.getloadavg()

@@ -1,4 +1,4 @@
-"""`ClusterLog`: cluster mode's topic data — the registry and the records in PostgreSQL, one leader per
+"""`ClusterLog`: cluster mode's topic data — the records in PostgreSQL, one leader per
 partition (issue 27).
 
 Why this shape: a record acknowledged by any node must survive that node's disk and be read by every
@@ -10,52 +10,62 @@ durable copy:
 * **Only the leader serves a partition.** `_logs` holds the partitions this node leads and has loaded;
   Produce, Fetch, ListOffsets, OffsetForLeaderEpoch and DeleteRecords of any other partition of a known
   topic answer NOT_LEADER_OR_FOLLOWER, so clients refresh Metadata and go to the leader it names.
-* **Append = check, write to PostgreSQL fenced, then apply.** Under the partition's lock the batch is
-  checked (`PartitionLog.prepare`: CRC, sequence, duplicates, size), its stored bytes (base offset and leader
-  epoch set, `stored_bytes`) are inserted in one statement that first takes the partition's lease row
-  `FOR SHARE` and inserts only while `owner = me and epoch = e and expires_at > now()`: a takeover's lease
-  UPDATE waits for such an insert and then loads it, or comes first and the insert writes nothing. Only
-  after the commit are the bytes added to the memory log (`restore`) and waiters woken: nothing a consumer
-  reads was not durable, and a deposed leader can never append. A duplicate of one of the producer's last
-  five batches is answered with its first offset (the producer state is rebuilt from the stored batches on
-  takeover, so idempotence survives a failover).
+* **Append = check, apply, group-commit to PostgreSQL fenced, then answer.** Under the partition's lock the
+  batch is checked (`PartitionLog.prepare`: CRC, sequence, duplicates, size), its stored bytes (base offset
+  and leader epoch set, `stored_bytes`) are added to the memory log beyond its high watermark
+  (`committed_end`: readers stop there) and handed to the `AppendBatcher` (append_batcher.py), which writes
+  the batches of every partition led here that arrived while a commit was in flight in one statement fenced
+  by each partition's lease row (`FOR SHARE`, `owner = me and epoch = e and expires_at > now()`): a
+  takeover's lease UPDATE waits for such an insert and then loads it, or comes first and that partition's
+  rows are not written. The lock is released before the commit, so the next batch of the partition is
+  checked against the producer state that includes this one and can join the same commit, as a Kafka leader
+  appends before its high watermark moves. After the commit the high watermark moves and waiters wake, then
+  the producer is answered: nothing a consumer reads was not durable, and a deposed leader can never append.
+  A failed commit drops the partition's memory log (the lease side reloads it from PostgreSQL), so nothing
+  beyond the durable prefix is ever served. A duplicate of one of the producer's last five batches is
+  answered with its first offset once that batch is durable (the producer state is rebuilt from the stored
+  batches on takeover, so idempotence survives a failover).
 * **Takeover loads the partition** from `record_batches` (ordered by offset) into a fresh memory log,
   stamped with the new leader epoch for the batches it will append.
-* **Registry.** `topics` holds name, id, partition count and the configs given at creation; every node reads
-  it at start and at every lease tick; creation inserts the topic and one lease row per partition in one
-  transaction (a unique collision key refuses `a.b` next to `a_b` across nodes, as Kafka does).
+* **Registry** (which topics exist, their partition counts and configs): `topic_registry.py`, the base class.
 * **Producer ids** for idempotent producers come from the `producer_ids` sequence, unique over the cluster.
-* **Topic configs** are the registry's `configs` column (`set_topic_configs`; every node adopts them through
-  `on_topics` at each registry read). **Retention and compaction** are `cluster_maintenance.py`'s, stored
+* **Retention and compaction** are `cluster_maintenance.py`'s, stored
   through `trim` and `replace_cleaned`, both fenced by the partition's lease.
 * **Transactions**: a transactional batch is verified against its transaction's durable state under the
   partition's lock (`append(verify=…)`), and COMMIT/ABORT markers are appended by the leader under the same
-  lock and the same lease fence (`write_marker`); takeover rebuilds the open transactions, the last stable
+  lock and the same lease fence (`write_marker`; a marker enters the memory log only once committed, so the
+  last stable offset never passes an undurable marker); takeover rebuilds the open transactions, the last stable
   offset and the aborted index from the stored batches, so read_committed fetches see the same on any leader.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import json
 import logging
-import uuid
 from collections.abc import Callable
 
 import asyncpg
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.server.cluster.append_batcher import AppendBatcher, Pending
+from groupcoord.server.cluster.topic_registry import ClusterTopics
 from groupcoord.server.coordinator.records import TxnValue
 from groupcoord.server.log.batch import parse_header
 from groupcoord.server.log.cleaner import CleanStats, discard, swap_in
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.maintenance import MaintenanceConfig
-from groupcoord.server.log.manager import AppendResult, LogManager, OffsetResult, ReadResult, Verify
+from groupcoord.server.log.manager import (
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    AppendResult,
+    OffsetResult,
+    ReadResult,
+    Verify,
+)
 from groupcoord.server.log.partition import PartitionLog
 from groupcoord.server.log.retention import drop_segments
 from groupcoord.server.log.segment import Segment
-from groupcoord.server.log.topics import TopicInfo, collision_key, new_topic_id
+from groupcoord.server.log.topics import TopicInfo
 from groupcoord.server.log.txn_state import control_batch
 from groupcoord.server.storage.base import StorageError
 from groupcoord.server.storage.postgres import redact
@@ -65,16 +75,6 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 
-_INSERT = """
-WITH fence AS (
-    SELECT 1 FROM partition_lease
-    WHERE topic = $1 AND partition = $2 AND owner = $3 AND epoch = $4 AND expires_at > now()
-    FOR SHARE
-)
-INSERT INTO record_batches (topic, partition, base_offset, last_offset, batch)
-SELECT $1, $2, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM fence)
-RETURNING base_offset
-"""
 _DELETE_RECORDS = """
 WITH fence AS (
     UPDATE partition_lease SET log_start_offset = greatest(log_start_offset, $5)
@@ -117,11 +117,7 @@ def _drop_below_start(plog: PartitionLog) -> None:
         seg.close()
 
 
-class PartitionFenced(Exception):
-    """The partition's lease is no longer this node's at the epoch it believed: nothing was written."""
-
-
-class ClusterLog(LogManager):
+class ClusterLog(ClusterTopics):
     """The handlers' `LogManager` in cluster mode; see the module docstring."""
 
     def __init__(self, url: str, node_id: int, *, pool_size: int = 8) -> None:
@@ -138,17 +134,10 @@ class ClusterLog(LogManager):
         self._ends: dict[Key, tuple[int, int]] = {}
         #: told when a write finds the lease gone (or in doubt): the lease side stops holding the partition
         self.on_lost: Callable[[Key], None] = lambda key: None
-        #: told the registry (name -> TopicInfo, configs included) after every read of it: the broker hands
-        #: each topic's shared overrides to its ConfigManager, so every node applies the same configs
         self.on_topics: Callable[[dict[str, TopicInfo]], None] = lambda topics: None
-
-    @property
-    def pool(self) -> asyncpg.Pool:
-        """Its own pool, apart from the state store's: produce traffic on many partitions must never keep the
-        lease ticks (which renew on the store's pool) or the group writes waiting for a connection."""
-        if self._pool is None:
-            raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, "the cluster log is not open")
-        return self._pool
+        #: led partitions -> the commit future of their newest batch not yet answered (see `_settle`)
+        self._tails: dict[Key, asyncio.Future[ErrorCode]] = {}
+        self.batcher = AppendBatcher(node_id, lambda: self.pool, live=self._live, on_done=self._committed)
 
     # -- life cycle: no files, no flusher, no retention pass (the records are in PostgreSQL)
 
@@ -169,6 +158,7 @@ class ClusterLog(LogManager):
         self._closed = True
         for key in list(self._logs):
             self.drop_partition(key)
+        await self.batcher.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
@@ -176,138 +166,6 @@ class ClusterLog(LogManager):
     def led(self) -> list[tuple[Key, PartitionLog]]:
         """The partitions this node leads and has loaded, with their memory copies (retention, compaction)."""
         return list(self._logs.items())
-
-    # -- registry
-
-    async def refresh_topics(self, conn: asyncpg.Connection) -> None:
-        """Adopt the registry as PostgreSQL has it; partitions of topics gone are dropped here. Under the
-        registry lock: a read that began before a local creation committed must not undo it."""
-        async with self._registry_lock:
-            await self._refresh(conn)
-
-    async def _refresh(self, conn: asyncpg.Connection) -> None:
-        rows = await conn.fetch("SELECT name, topic_id, partitions, configs FROM topics")
-        topics = {
-            r[0]: TopicInfo(r[0], r[1], r[2], tuple((str(k), str(v)) for k, v in json.loads(r[3])))
-            for r in rows
-        }
-        self._topics = topics
-        self._by_id = {t.topic_id: t for t in topics.values()}
-        for key in [k for k in self._logs if k[0] not in topics or k[1] >= topics[k[0]].partitions]:
-            self.drop_partition(key)
-        self.on_topics(topics)
-
-    async def set_topic_configs(self, name: str, topic_id: str, overrides: dict[str, str]) -> None:
-        """A topic's overrides (CreateTopics configs, IncrementalAlterConfigs, AlterConfigs) into the shared
-        registry, for the topic id they were set for; every node adopts them at its next registry read.
-        OSError on failure: the config handlers answer it as a failed write."""
-        try:
-            async with self.pool.acquire() as conn:
-                await conn.execute(
-                    "UPDATE topics SET configs = $3 WHERE name = $1 AND topic_id = $2",
-                    name,
-                    uuid.UUID(topic_id),
-                    json.dumps(sorted([k, v] for k, v in overrides.items())),
-                )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, LogError) as e:
-            raise OSError(errno.EIO, f"the cluster's topic registry: {e}") from e
-        info = self._topics.get(name)
-        if info is not None and str(info.topic_id) == topic_id:
-            new_info = TopicInfo(name, info.topic_id, info.partitions, tuple(sorted(overrides.items())))
-            self._topics = {**self._topics, name: new_info}
-            self._by_id[info.topic_id] = new_info
-
-    async def create_topic(
-        self, name: str, partitions: int, configs: tuple[tuple[str, str], ...] = ()
-    ) -> uuid.UUID:
-        async with self._registry_lock:
-            self.validate_new_topic(name, partitions)
-            info = TopicInfo(name, new_topic_id(), partitions, configs)
-            try:
-                async with self.pool.acquire() as conn, conn.transaction():
-                    made = await conn.fetchval(
-                        "INSERT INTO topics (name, topic_id, partitions, configs, collision_key)"
-                        " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING name",
-                        name,
-                        info.topic_id,
-                        partitions,
-                        json.dumps([list(c) for c in configs]),
-                        collision_key(name),
-                    )
-                    if made is None:  # another node made it (or a colliding name) first
-                        await self._refresh(conn)
-                    else:
-                        await conn.execute(
-                            "INSERT INTO partition_lease (topic, partition)"
-                            " SELECT $1, generate_series(0, $2::int - 1)",
-                            name,
-                            partitions,
-                        )
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot register {name!r}: {e}") from e
-            if made is None:
-                self.validate_new_topic(name, partitions)  # names the conflict
-                raise LogError(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-            self._topics = {**self._topics, name: info}
-            self._by_id[info.topic_id] = info
-            return info.topic_id
-
-    async def create_partitions(self, name: str, total: int) -> None:
-        async with self._registry_lock:
-            info = self._topics.get(name)
-            if info is None:
-                raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
-            async with self.pool.acquire() as conn, conn.transaction():
-                old = await conn.fetchval("SELECT partitions FROM topics WHERE name = $1 FOR UPDATE", name)
-                if old is None:
-                    raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
-                if total <= old:
-                    raise LogError(
-                        ErrorCode.INVALID_PARTITIONS,
-                        f"topic {name!r} has {old} partitions; new count must be larger",
-                    )
-                await conn.execute("UPDATE topics SET partitions = $2 WHERE name = $1", name, total)
-                await conn.execute(
-                    "INSERT INTO partition_lease (topic, partition)"
-                    " SELECT $1, generate_series($2::int, $3::int - 1)",
-                    name,
-                    old,
-                    total,
-                )
-            new_info = TopicInfo(name, info.topic_id, total, info.configs)
-            self._topics = {**self._topics, name: new_info}
-            self._by_id[info.topic_id] = new_info
-
-    async def delete_topic(self, name: str) -> None:
-        """Forget the topic everywhere: its leases vanish, so its leaders' next writes are fenced."""
-        async with self._registry_lock:
-            info = self._topics.get(name)
-            if info is None:
-                raise LogError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}")
-            async with self.pool.acquire() as conn, conn.transaction():
-                await conn.execute("DELETE FROM partition_lease WHERE topic = $1", name)
-                await conn.execute("DELETE FROM record_batches WHERE topic = $1", name)
-                await conn.execute("DELETE FROM topics WHERE name = $1", name)
-            self._topics = {k: v for k, v in self._topics.items() if k != name}
-            self._by_id.pop(info.topic_id, None)
-            self._configs.pop(name, None)
-            for key in [k for k in self._logs if k[0] == name]:
-                self.drop_partition(key)
-
-    async def refresh_ends(self, conn: asyncpg.Connection) -> None:
-        """Read every partition's log start and end (one index probe each) for `watermarks`: a node
-        coordinates groups whose partitions other nodes lead, and reports their lag (issue 27 item 4)."""
-        rows = await conn.fetch(
-            "SELECT l.topic, l.partition, l.log_start_offset, coalesce((SELECT b.last_offset + 1"
-            "   FROM record_batches b WHERE b.topic = l.topic AND b.partition = l.partition"
-            "   ORDER BY b.base_offset DESC LIMIT 1), 0)"
-            " FROM partition_lease l"
-        )
-        self._ends = {(r[0], r[1]): (min(r[2], r[3]), r[3]) for r in rows}
-
-    def watermarks(self, topic: str, partition: int) -> tuple[int, int] | None:
-        """Exact for the partitions led here; for the others as of the last `refresh_ends` (a lease tick)."""
-        return super().watermarks(topic, partition) or self._ends.get((topic, partition))
 
     # -- leadership (server/cluster/partitions.py drives these)
 
@@ -336,6 +194,7 @@ class ClusterLog(LogManager):
             plog.restore(r[0])
         plog.advance_start(start or 0)
         plog.leader_epoch = epoch
+        plog.committed_end = plog.next_offset  # readers stop here: appends beyond it await their commit
         return plog
 
     def install(self, key: Key, epoch: int, plog: PartitionLog) -> None:
@@ -371,6 +230,7 @@ class ClusterLog(LogManager):
         plog = self._logs.pop(key, None)
         self.epochs.pop(key, None)
         self._epoch_starts.pop(key, None)
+        self._tails.pop(key, None)
         if plog is not None:
             self._wake(plog)
 
@@ -418,37 +278,70 @@ class ClusterLog(LogManager):
                 h, duplicate = plog.prepare(records)
             except LogError as e:
                 return AppendResult(e.code, -1, plog.log_start_offset, error_message=e.message)
-            if duplicate is not None:  # every batch in the memory log is already in PostgreSQL
-                return AppendResult(ErrorCode.NONE, duplicate, plog.log_start_offset)
-            base = plog.next_offset
-            stored = plog.stored_bytes(records, h)
-            code = await self._insert(key, base, base + h.last_offset_delta, stored)
-            if code != ErrorCode.NONE:
-                return AppendResult(code, -1, -1)
-            plog.restore(stored)
-            self._wake(plog)
-            return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
+            if duplicate is None:
+                base = plog.next_offset
+                stored = plog.stored_bytes(records, h)
+                try:
+                    plog.restore(stored)  # beyond the high watermark: no reader sees it before its commit
+                except LogError as e:
+                    return AppendResult(e.code, -1, plog.log_start_offset, error_message=e.message)
+                fut = self._submit(key, plog, base, base + h.last_offset_delta, stored)
+        if duplicate is not None:  # answered once the batch it repeats is durable
+            code = await self._settle(key, plog) if duplicate >= plog.high_watermark else ErrorCode.NONE
+            base = duplicate
+        else:
+            code = await asyncio.shield(fut)
+        if code != ErrorCode.NONE:
+            return AppendResult(code, -1, -1)
+        return AppendResult(ErrorCode.NONE, base, plog.log_start_offset)
 
-    async def _insert(self, key: Key, base: int, last: int, stored: bytes) -> ErrorCode:
-        """One batch into PostgreSQL, fenced by the partition's lease (under the partition's lock)."""
-        topic, partition = key
-        try:
-            async with self.pool.acquire() as conn:
-                done = await conn.fetchval(
-                    _INSERT, topic, partition, self.node_id, self.epochs[key], base, last, stored
-                )
-            if done is None:
-                raise PartitionFenced(f"{topic}-{partition}")
-        except (PartitionFenced, asyncpg.UniqueViolationError, KeyError):
-            log.warning("%s-%d: lease lost; no longer its leader", topic, partition)
+    def _submit(
+        self, key: Key, plog: PartitionLog, base: int, last: int, stored: bytes, *, after_commit: bool = False
+    ) -> asyncio.Future[ErrorCode]:
+        """Hand a prepared batch to the group commit (under the partition's lock, no `await` since the
+        offsets were taken); the partition's newest pending commit is its tail for `_settle`."""
+        entry = Pending(key, self.epochs[key], base, last, stored, plog, after_commit)
+        fut = self.batcher.submit(entry)
+        self._tails[key] = fut
+        return fut
+
+    async def _settle(self, key: Key, plog: PartitionLog) -> ErrorCode:
+        """Wait until every batch of `key` handed to the group commit so far is durable (commits complete in
+        order): NONE, or NOT_LEADER_OR_FOLLOWER when one failed (the memory log was dropped with it)."""
+        tail = self._tails.get(key)
+        if tail is not None and not tail.done():
+            await asyncio.shield(tail)
+        return ErrorCode.NONE if self._logs.get(key) is plog else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def _live(self, entry: Pending) -> bool:
+        """A queued batch is written only while its memory log is still the one served (else an earlier
+        batch of it failed, or the partition was handed over meanwhile)."""
+        return not self._closed and self._logs.get(entry.key) is entry.owner
+
+    def _committed(self, key: Key, entries: list[Pending], code: ErrorCode) -> None:
+        """The group commit's outcome for `key`'s `entries` (before their appends are answered): the high
+        watermark moves past them and readers wake; or the partition is dropped so nothing beyond what
+        PostgreSQL holds is served (the lease side releases it and a later load reads the truth)."""
+        plog = entries[0].owner
+        assert isinstance(plog, PartitionLog)
+        served = self._logs.get(key) is plog
+        if code == ErrorCode.NONE:
+            try:
+                for entry in entries:
+                    if entry.after_commit:
+                        plog.restore(entry.stored)
+            except LogError:  # durable but not in the memory copy: serve it again only after a reload
+                if served:
+                    self._lose(key)
+                raise
+            plog.committed_end = max(plog.committed_end or 0, entries[-1].last + 1)
+            self._wake(plog)
+        elif served:
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                log.warning("%s-%d: lease lost; no longer its leader", *key)
+            else:  # in doubt (the commit may have landed): reload from PostgreSQL before serving again
+                log.error("%s-%d: append failed; reloading the partition", *key)
             self._lose(key)
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-            # in doubt (the commit may have landed): reload from PostgreSQL before serving again
-            log.error("%s-%d: append failed: %r; reloading the partition", topic, partition, e)
-            self._lose(key)
-            return ErrorCode.KAFKA_STORAGE_ERROR
-        return ErrorCode.NONE
 
     def read(
         self,
@@ -469,9 +362,17 @@ class ClusterLog(LogManager):
     async def list_offsets(
         self, topic: str, partition: int, timestamp: int, read_committed: bool = False
     ) -> OffsetResult:
-        if (topic, partition) not in self._logs:
+        """As on a single node, but bounded by the high watermark as Kafka's ListOffsets for consumers:
+        LATEST is the high watermark, and a timestamp found only in batches awaiting their commit is none."""
+        plog = self._logs.get((topic, partition))
+        if plog is None:
             return OffsetResult(self._absent(topic, partition), -1, -1)
-        return await super().list_offsets(topic, partition, timestamp, read_committed)
+        if timestamp == LATEST_TIMESTAMP and not read_committed:
+            return OffsetResult(ErrorCode.NONE, plog.high_watermark, -1)
+        found = await super().list_offsets(topic, partition, timestamp, read_committed)
+        if found.offset >= plog.high_watermark and (timestamp >= 0 or timestamp == MAX_TIMESTAMP):
+            return OffsetResult(ErrorCode.NONE, -1, -1)
+        return found
 
     async def delete_records(self, topic: str, partition: int, offset: int) -> tuple[ErrorCode, int]:
         """DeleteRecords, durable in PostgreSQL (the lease row's log start offset, fenced) before the answer;
@@ -486,7 +387,7 @@ class ClusterLog(LogManager):
         if target < 0 or target > plog.high_watermark:
             return ErrorCode.OFFSET_OUT_OF_RANGE, -1
         async with self._locks.setdefault(key, asyncio.Lock()):
-            if self._logs.get(key) is not plog:
+            if await self._settle(key, plog) != ErrorCode.NONE:  # appends in flight land first
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
             try:
                 async with self.pool.acquire() as conn:
@@ -509,7 +410,8 @@ class ClusterLog(LogManager):
         any more (nothing changed), or PostgreSQL failed (logged; the next pass retries)."""
         topic, partition = key
         async with self._locks.setdefault(key, asyncio.Lock()):
-            if self._logs.get(key) is not plog or target <= plog.log_start_offset:
+            settled = await self._settle(key, plog)  # the target may lie in batches still in flight
+            if settled != ErrorCode.NONE or target <= plog.log_start_offset:
                 return False
             try:
                 async with self.pool.acquire() as conn:
@@ -533,8 +435,9 @@ class ClusterLog(LogManager):
         meanwhile, the lease is gone, or PostgreSQL failed."""
         topic, partition = key
         async with self._locks.setdefault(key, asyncio.Lock()):
+            settled = await self._settle(key, plog)  # the cleaned range may hold batches in flight
             if (
-                self._logs.get(key) is not plog
+                settled != ErrorCode.NONE
                 or not stats.groups
                 or any(not _contiguous(plog, g.old) for g in stats.groups)
             ):
@@ -602,12 +505,10 @@ class ClusterLog(LogManager):
             h = parse_header(blob)
             base = plog.next_offset
             stored = plog.stored_bytes(blob, h)
-            code = await self._insert(key, base, base + h.last_offset_delta, stored)
-            if code != ErrorCode.NONE:
-                return code
-            plog.restore(stored)
-            self._wake(plog)
-        return ErrorCode.NONE
+            # enters the memory log only once committed (`_committed`), still under the lock: the last
+            # stable offset never passes a marker that is not durable
+            fut = self._submit(key, plog, base, base + h.last_offset_delta, stored, after_commit=True)
+            return await asyncio.shield(fut)
 
     async def read_txn(self, transactional_id: str) -> TxnValue | None:
         """A transactional id's durable state, read on this log's own pool: the verification of every

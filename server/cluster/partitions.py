@@ -38,6 +38,9 @@ ENDS_EVERY = 4
 async def renew(conn: asyncpg.Connection, node_id: int, held: dict[Key, int], ttl_ms: int) -> dict[Key, int]:
     if not held:
         return {}
+    # in key order, the order the group commit locks lease rows in (append_batcher.py): a deadlock between
+    # the two is then unlikely, and one that still happens is retried by the group commit
+    keys = sorted(held)
     rows = await conn.fetch(
         "UPDATE partition_lease l SET expires_at = now() + make_interval(secs => $5::float8 / 1000)"
         " FROM unnest($2::text[], $3::int[], $4::bigint[]) AS h(topic, partition, epoch)"
@@ -45,9 +48,9 @@ async def renew(conn: asyncpg.Connection, node_id: int, held: dict[Key, int], tt
         "   AND l.expires_at > now()"
         " RETURNING l.topic, l.partition, l.epoch",
         node_id,
-        [k[0] for k in held],
-        [k[1] for k in held],
-        list(held.values()),
+        [k[0] for k in keys],
+        [k[1] for k in keys],
+        [held[k] for k in keys],
         ttl_ms,
     )
     return {(r[0], r[1]): r[2] for r in rows}

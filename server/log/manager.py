@@ -549,7 +549,7 @@ class LogManager:
             plog = self._logs.get(key)
             if plog is None:
                 continue
-            if key in offsets and plog.log_end_offset > offsets[key]:
+            if key in offsets and plog.high_watermark > offsets[key]:
                 return True
             logs.append(plog)
         if not logs or timeout <= 0:

@@ -111,6 +111,9 @@ class PartitionLog:
         # once compacted, batches may leave offset gaps: the baseOffset check relaxes from "== previous
         # batch's next offset" to ">=" (baseOffset is outside the CRC, so this check is all that guards it)
         self.gaps = False
+        # cluster mode (server/cluster/cluster_log.py): the end of what PostgreSQL holds, the high watermark;
+        # batches past it await their group commit and no reader sees them. None: all appended is committed
+        self.committed_end: int | None = None
 
     # -- opening and recovery --------------------------------------------------------------------------
     @classmethod
@@ -210,8 +213,9 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """Single replica: everything appended is committed (Kafka's HW with replication factor 1)."""
-        return self.next_offset
+        """Single replica: everything appended is committed (Kafka's HW with replication factor 1); in
+        cluster mode, what PostgreSQL has committed (`committed_end`)."""
+        return self.next_offset if self.committed_end is None else min(self.committed_end, self.next_offset)
 
     @property
     def size_bytes(self) -> int:
@@ -348,7 +352,7 @@ class PartitionLog:
                 ErrorCode.OFFSET_OUT_OF_RANGE,
                 f"offset {offset} not in [{self.log_start_offset}, {self.next_offset}]",
             )
-        limit = self.corrupt_offset if self.corrupt_offset is not None else self.next_offset
+        limit = self.corrupt_offset if self.corrupt_offset is not None else self.high_watermark
         if max_offset is not None:  # read_committed: stop at the last stable offset
             limit = min(limit, max_offset)
         if offset >= limit:
