@@ -74,7 +74,7 @@ async def test_cluster_nodes_offer_the_share_group_apis(server_factory, pg_url: 
         offered = {a.api_key for a in c.request(18, 3, ApiVersionsRequest()).api_keys}
     finally:
         c.close()
-    assert SHARE_APIS <= offered
+    assert offered >= SHARE_APIS
 
 
 async def test_consumers_at_three_nodes_receive_every_record_once_and_only_leaders_serve_share_fetch(
@@ -235,7 +235,17 @@ async def test_share_groups_cli_describes_resets_and_deletes_offsets_in_a_cluste
     for n in nodes.values():
         await wait_described(n.bootstrap, "g", {0: (10, 0), 1: (10, 0), 2: (10, 0)})
     # the group is empty now: reset partition 1 to offset 4, whoever leads it
-    cli(nodes[2].bootstrap, "reset-offsets", "--group", "g", "--topic", "adm:1", "--to-offset", "4", "--execute")
+    cli(
+        nodes[2].bootstrap,
+        "reset-offsets",
+        "--group",
+        "g",
+        "--topic",
+        "adm:1",
+        "--to-offset",
+        "4",
+        "--execute",
+    )
     await wait_described(nodes[3].bootstrap, "g", {0: (10, 0), 1: (4, 6), 2: (10, 0)})
     again: list[ShareRecord] = []
     async with ShareConsumer(nodes[3].bootstrap, "g", ["adm"], acknowledgement_mode="explicit") as c:
