@@ -25,9 +25,12 @@ from confluent_kafka import Producer
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import share_fetch as sf
+from groupcoord.protocol.messages import share_group_describe as sgd
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest
+from groupcoord.protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from groupcoord.server.storage.shards import shard_of
 from groupcoord.share import AcknowledgeType, ShareConsumer, ShareRecord
-from tests.cluster.helpers import start_nodes, wait_partitions_spread
+from tests.cluster.helpers import shard_owner, start_nodes, wait_balanced, wait_partitions_spread
 from tests.conftest import ROOT, ServerProcess
 from tests.integration.helpers import RawClient
 
@@ -195,6 +198,57 @@ async def test_kill_9_of_a_leader_keeps_acknowledged_records_and_redelivers_the_
     assert sorted(r.offset for r in after) == list(range(10, 20))
     states = await stored_states(pg_url, "g")
     assert [s["start_offset"] for s in states.values()] == [20]
+
+
+async def test_share_group_membership_moves_with_its_shard_when_the_coordinator_is_killed(
+    server_factory, pg_url: str
+) -> None:
+    """The share group's record is written fenced by its shard's lease and replayed by the node taking the
+    shard over: the member keeps its id, epoch and assignment, and its next heartbeat there is accepted (no
+    rejoin); other nodes answer NOT_COORDINATOR."""
+    nodes = start_nodes(server_factory, pg_url, 3, "--topic", "m:2")
+    await wait_balanced(pg_url, list(nodes))
+    owner = await shard_owner(pg_url, shard_of("sg", 50))
+    assert owner is not None
+    c = RawClient(nodes[owner].host, nodes[owner].port)
+    try:
+        joined = c.request(76, 1, ShareGroupHeartbeatRequest("sg", "member-1", 0, None, ("m",)))
+    finally:
+        c.close()
+    assert joined.error_code == 0 and joined.member_epoch > 0 and joined.assignment is not None
+    other = next(n for n in nodes if n != owner)
+    c = RawClient(nodes[other].host, nodes[other].port)
+    try:
+        refused = c.request(
+            76, 1, ShareGroupHeartbeatRequest("sg", "member-1", joined.member_epoch, None, None)
+        )
+    finally:
+        c.close()
+    assert refused.error_code == ErrorCode.NOT_COORDINATOR
+
+    nodes[owner].kill()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while (new := await shard_owner(pg_url, shard_of("sg", 50))) in (None, owner):
+        assert loop.time() < deadline, "nobody took the group's shard over"
+        await asyncio.sleep(0.2)
+    c = RawClient(nodes[new].host, nodes[new].port)
+    try:
+        while True:  # LOAD_IN_PROGRESS while the new owner replays the shard
+            beat = c.request(
+                76, 1, ShareGroupHeartbeatRequest("sg", "member-1", joined.member_epoch, None, None)
+            )
+            if beat.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            assert loop.time() < deadline
+            await asyncio.sleep(0.2)
+        assert (beat.error_code, beat.member_epoch) == (0, joined.member_epoch)
+        [group] = c.request(77, 1, sgd.ShareGroupDescribeRequest(("sg",), False)).groups
+    finally:
+        c.close()
+    assert group.error_code == 0 and [m.member_id for m in group.members] == ["member-1"]
+    assert group.members[0].member_epoch == joined.member_epoch
+    assert sorted(group.members[0].assignment.topic_partitions[0].partitions) == [0, 1]
 
 
 def cli(bootstrap: str, *args: str) -> list[dict[str, Any]]:
