@@ -8,7 +8,7 @@ service's `home`), written fenced by the partition's lease.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from groupcoord.server.cluster.cluster_log import ClusterLog
@@ -93,6 +93,8 @@ async def join_cluster(broker: Broker) -> None:
         handover_per_tick=cfg.cluster_handover_per_tick,
     )
     broker.store.fence = broker.cluster
+    if broker.cluster.partitions is not None and broker.share_state is not None:
+        broker.cluster.partitions.on_dropped = _drop_share_states(broker.share, logs)
     if isinstance(logs, ClusterLog):
         _cluster_transactions(broker, broker.cluster, logs)
     await broker.cluster.start()
@@ -103,6 +105,21 @@ async def join_cluster(broker: Broker) -> None:
     if isinstance(logs, ClusterLog):
         assert broker.txn is not None
         broker.txn.start()
+
+
+def _drop_share_states(
+    share: ShareService, logs: LogManager | None
+) -> Callable[[set[tuple[str, int]]], None]:
+    """A partition this node no longer leads: its share states leave memory now (their acquired records
+    lapse; the next leader loads what was stored)."""
+
+    def dropped(keys: set[tuple[str, int]]) -> None:
+        for topic, partition in keys:
+            info = None if logs is None else logs.topic(topic)
+            if info is not None:
+                share.forget(info.topic_id.hex, partition)
+
+    return dropped
 
 
 def _cluster_transactions(broker: Broker, node: ClusterNode, logs: ClusterLog) -> None:
