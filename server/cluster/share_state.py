@@ -86,6 +86,8 @@ class ClusterShareState:
         self._listener: asyncpg.Connection | None = None
         self._listen_task: asyncio.Task[None] | None = None
         self._closed = False
+        #: True while the listener's LISTEN is in place (tests wait for it)
+        self.listening = False
 
     # -- leadership
 
@@ -229,6 +231,7 @@ class ClusterShareState:
                 conn = await asyncpg.connect(self.url)
                 self._listener = conn
                 await conn.add_listener(CHANNEL, self._notified)
+                self.listening = True
                 while not self._closed and not conn.is_closed():
                     await asyncio.sleep(1)
             except asyncio.CancelledError:
@@ -236,6 +239,7 @@ class ClusterShareState:
             except Exception as e:
                 log.warning("share-state listener failed: %r; reconnecting", e)
             finally:
+                self.listening = False
                 if self._listener is not None:
                     with contextlib.suppress(Exception):
                         await self._listener.close()

@@ -116,3 +116,29 @@ async def test_an_admin_reset_wins_over_a_leader_holding_the_old_state(
         assert asyncio.get_running_loop().time() < deadline
         await asyncio.sleep(0.05)
     assert await fetch(sa, tid, "m1") == (0, [(7, 9)])
+
+
+async def test_the_leader_hears_of_an_admin_reset_and_serves_the_new_state(
+    nodes: tuple[tuple[ClusterLog, ShareService], tuple[ClusterLog, ShareService]], pg_url: str
+) -> None:
+    """NOTIFY: the leader reads the replaced state again without waiting for a write of its own to fail."""
+    (a, sa), (_, sb) = nodes
+    assert isinstance(sa.home, ClusterShareState) and sb.home is not None
+    await sa.home.start()
+    try:
+        tid = a.topic("q").topic_id.hex  # type: ignore[union-attr]
+        await take(a, 1)
+        assert (await a.append("q", 0, make_batch(10), -1)).base_offset == 0
+        assert await fetch(sa, tid, "m1") == (0, [(0, 9)])
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not sa.home.listening:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        await sb.home.replace("g", {(tid, 0): SharePartition(5).snapshot()})
+        while (sp := sa.partitions.get(("g", tid, 0))) is None or sp.start != 5:
+            assert loop.time() < deadline, "the leader never read the new state"
+            await asyncio.sleep(0.05)
+        assert await fetch(sa, tid, "m1") == (0, [(5, 9)])
+    finally:
+        await sa.home.close()
