@@ -44,6 +44,11 @@ log = structlog.get_logger("groupcoord.share")
 
 #: (group id, topic id hex, partition)
 PartitionKey = tuple[str, str, int]
+#: the messages of acknowledgements a cluster node could not store (other failures: "could not be stored")
+_FAILED_ACK: dict[int, str | None] = {
+    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): None,  # the partition's lease moved: the client asks Metadata
+    int(ErrorCode.INVALID_RECORD_STATE): "the share-partition state was replaced by an offsets admin call",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,8 +350,7 @@ class ShareService(Leadership):
                 undo()  # type: ignore[operator]
                 self._arm(pkey, sp)
                 code = failed[pkey]
-                stale = code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-                results[k] = (code, None if stale else "the acknowledgement could not be stored")
+                results[k] = (code, _FAILED_ACK.get(code, "the acknowledgement could not be stored"))
                 moved.pop(k, None)
             self._wake()
         self._journal(group_id, member_id, "acknowledge", _total(moved.values()))
