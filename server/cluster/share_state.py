@@ -17,7 +17,8 @@ counts, never the acquisitions) with the share coordinator. Here:
   group's coordinator, whoever leads the partitions): each bumps the row's `generation` (a deletion leaves the
   row with value NULL, so the bump survives) and sends `NOTIFY groupcoord_share_state`; leaders listen and
   read the row again. A leader's write carries the generation it read and writes only over that one (else
-  INVALID_RECORD_STATE), so a leader that had not heard yet cannot write an old state back.
+  FENCED_STATE_EPOCH, as Kafka's share coordinator answers a write of an older state epoch), so a leader that
+  had not heard yet cannot write an old state back.
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ class ClusterShareState:
         for k in live:
             if k in written:
                 self._generations.setdefault(k, 0)
-            else:  # an admin call replaced it meanwhile: the service reads it again
-                failed[k] = int(ErrorCode.INVALID_RECORD_STATE)
+            else:  # an admin call replaced it meanwhile (Kafka's FENCED_STATE_EPOCH): the service reads it again
+                failed[k] = int(ErrorCode.FENCED_STATE_EPOCH)
         return failed
 
     # -- offsets admin APIs (the group's coordinator)

@@ -40,7 +40,7 @@ class ShareHome(Protocol):
     ) -> dict[PartitionKey, int]:
         """Write snapshots, each fenced by its partition's lease at `epochs` (the epoch its state was loaded
         at). Returns the keys not written with their error: NOT_LEADER_OR_FOLLOWER (the lease is gone) or
-        INVALID_RECORD_STATE (an admin call replaced the state meanwhile). Raises when in doubt."""
+        FENCED_STATE_EPOCH (an admin call replaced the state meanwhile). Raises when in doubt."""
 
     def forget(self, topic_id: str, partition: int) -> None:
         """The partition's states left this node's memory (lost, fenced): drop what is known of them."""

@@ -46,8 +46,8 @@ log = structlog.get_logger("groupcoord.share")
 PartitionKey = tuple[str, str, int]
 #: the messages of acknowledgements a cluster node could not store (other failures: "could not be stored")
 _FAILED_ACK: dict[int, str | None] = {
-    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): None,  # the partition's lease moved: the client asks Metadata
-    int(ErrorCode.INVALID_RECORD_STATE): "the share-partition state was replaced by an offsets admin call",
+    # the partition's lease moved, or an offsets admin call replaced its state: the client retries
+    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): None,
 }
 
 
@@ -210,9 +210,9 @@ class ShareService(Leadership):
             for key, code in failed.items():
                 if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     self.forget(key[1], key[2])
-                else:
-                    self._reload(key)
-            return failed
+                else:  # FENCED_STATE_EPOCH: this state goes and is read again; the client is told
+                    self._reload(key)  # NOT_LEADER_OR_FOLLOWER and retries, as Kafka's SharePartition does
+            return {k: int(ErrorCode.NOT_LEADER_OR_FOLLOWER) for k in failed}
         try:
             if self.store.synchronous and isinstance(self.store, SynchronousStateStore):
                 self.store.write_now(records)

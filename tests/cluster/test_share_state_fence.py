@@ -3,7 +3,7 @@
 leader's acknowledgement is refused by the database itself (NOT_LEADER_OR_FOLLOWER, the partition dropped
 from its memory) although it still believes it leads; the successor loads what was acknowledged, with the
 acquired records AVAILABLE again; an admin call's new state cannot be overwritten by a leader holding the old
-one (INVALID_RECORD_STATE), and the leader reads the new one."""
+one (NOT_LEADER_OR_FOLLOWER, as Kafka maps FENCED_STATE_EPOCH), and the leader reads the new one."""
 
 from __future__ import annotations
 
@@ -110,7 +110,8 @@ async def test_an_admin_reset_wins_over_a_leader_holding_the_old_state(
     assert sb.home is not None
     await sb.home.replace("g", {(tid, 0): SharePartition(7).snapshot()})
     got = await sa.acknowledge("g", "m1", {(tid, 0): [AckBatch(0, 1, (ACCEPT,))]}, False)
-    assert got[(tid, 0)][0] == ErrorCode.INVALID_RECORD_STATE  # not written over the new state
+    # not written over the new state; answered as Kafka answers FENCED_STATE_EPOCH from its share coordinator
+    assert got[(tid, 0)][0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
     deadline = asyncio.get_running_loop().time() + 30
     while (sp := sa.partitions.get(("g", tid, 0))) is None or sp.start != 7:  # it read the new one
         assert asyncio.get_running_loop().time() < deadline
