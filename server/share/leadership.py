@@ -7,7 +7,8 @@ call changed it (docs/cluster.md "Share groups"). With no `home` (a single node)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -33,11 +34,49 @@ class Leadership:
     _loading: dict[TopicPartition, asyncio.Task[None]]
     _writes: set[asyncio.Task[Any]]
 
+    _write_locks: dict[TopicPartition, asyncio.Lock]
+
     def load(self, records: Iterable[SharePartitionRecord]) -> None:
         raise NotImplementedError
 
     def _wake(self) -> None:
         raise NotImplementedError
+
+    async def _store_led(self, keys: Sequence[PartitionKey]) -> dict[PartitionKey, int]:
+        """Cluster mode's writes: the keys not written, with the error their callers answer. One write at a
+        time per topic partition, each taking the states' snapshots when it runs (not when it was asked for):
+        two writes in flight on two connections cannot land out of order and leave an older state stored.
+        A fenced partition is dropped here, a state an admin call replaced is read again (both answer
+        NOT_LEADER_OR_FOLLOWER, as Kafka's FENCED_LEADER_EPOCH and FENCED_STATE_EPOCH), and a write in doubt
+        drops its partitions (they are read again from what PostgreSQL holds)."""
+        assert self.home is not None
+        tps = sorted({(k[1], k[2]) for k in keys})
+        async with contextlib.AsyncExitStack() as held:
+            for tp in tps:  # in order: two writes over the same partitions never wait for each other
+                await held.enter_async_context(self._write_locks.setdefault(tp, asyncio.Lock()))
+            gone = {k: int(ErrorCode.NOT_LEADER_OR_FOLLOWER) for k in keys if k not in self.partitions}
+            records = [
+                SharePartitionRecord(k[0], k[1], k[2], self.partitions[k].snapshot())
+                for k in dict.fromkeys(keys)
+                if k in self.partitions
+            ]
+            epochs = {tp: self._loaded.get(tp, -1) for tp in tps}
+            if not records:
+                return gone
+            try:
+                failed = await self.home.write(records, epochs)
+            except Exception as exc:
+                self.failed_writes += 1
+                log.error("share-partition state write failed", error=repr(exc), partitions=len(records))
+                for tp in tps:
+                    self.forget(*tp)
+                return {k: int(ErrorCode.UNKNOWN_SERVER_ERROR) for k in keys}
+        for key, code in failed.items():
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                self.forget(key[1], key[2])
+            else:
+                self._reload(key)
+        return {**gone, **dict.fromkeys(failed, int(ErrorCode.NOT_LEADER_OR_FOLLOWER))}
 
     async def _lead(self, topic_id: str, partition: int) -> int:
         """0 when this node serves the partition's share states now (loading them first at a new leader

@@ -101,6 +101,7 @@ class ShareService(Leadership):
         #: cluster mode: topic partitions whose share states are loaded here -> the leader epoch they were at
         self._loaded: dict[TopicPartition, int] = {}
         self._loading: dict[TopicPartition, asyncio.Task[None]] = {}
+        self._write_locks: dict[TopicPartition, asyncio.Lock] = {}
         if home is not None:
             home.on_changed = self._reload
         self.store = store
@@ -193,26 +194,7 @@ class ShareService(Leadership):
         Cluster mode: a fenced partition is dropped here, a state an admin call replaced is read again, and
         a write in doubt drops its partitions (they are read again from what PostgreSQL holds)."""
         if self.home is not None:
-            epochs = {
-                (r.topic_id, r.partition): self._loaded.get((r.topic_id, r.partition), -1) for r in records
-            }
-            try:
-                failed = await self.home.write(records, epochs)
-            except Exception as exc:
-                self.failed_writes += 1
-                log.error("share-partition state write failed", error=repr(exc), partitions=len(records))
-                for tp in epochs:
-                    self.forget(*tp)
-                return {
-                    (r.group_id, r.topic_id, r.partition): int(ErrorCode.UNKNOWN_SERVER_ERROR)
-                    for r in records
-                }
-            for key, code in failed.items():
-                if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                    self.forget(key[1], key[2])
-                else:  # FENCED_STATE_EPOCH: this state goes and is read again; the client is told
-                    self._reload(key)  # NOT_LEADER_OR_FOLLOWER and retries, as Kafka's SharePartition does
-            return {k: int(ErrorCode.NOT_LEADER_OR_FOLLOWER) for k in failed}
+            return await self._store_led([(r.group_id, r.topic_id, r.partition) for r in records])
         try:
             if self.store.synchronous and isinstance(self.store, SynchronousStateStore):
                 self.store.write_now(records)

@@ -90,10 +90,20 @@ async def test_consumers_at_three_nodes_receive_every_record_once_and_only_leade
     produce(nodes[1].bootstrap, "jobs", 3, per)
     seen: list[Counter[str]] = [Counter(), Counter(), Counter()]
     stop = asyncio.Event()
+    failed: list[tuple[str, int, tuple[int, ...], int]] = []  # acknowledgements answered with an error
+
+    def answered(topic: str, partition: int, offsets: tuple[int, ...], error: int) -> None:
+        if error:
+            failed.append((topic, partition, offsets, error))
 
     async def worker(i: int, node: ServerProcess) -> None:
         async with ShareConsumer(
-            node.bootstrap, "g", ["jobs"], acknowledgement_mode="explicit", max_poll_records=5
+            node.bootstrap,
+            "g",
+            ["jobs"],
+            acknowledgement_mode="explicit",
+            max_poll_records=5,
+            on_acknowledged=answered,
         ) as c:
             while not stop.is_set():
                 for r in await c.poll(0.5):
@@ -117,7 +127,7 @@ async def test_consumers_at_three_nodes_receive_every_record_once_and_only_leade
     assert max(every.values()) == 1, "an accepted record was delivered twice"
     # every acknowledgement was stored by its partition's leader: SPSO past every record
     states = await stored_states(pg_url, "g")
-    assert sorted(s["start_offset"] for s in states.values()) == [per, per, per]
+    assert sorted(s["start_offset"] for s in states.values()) == [per, per, per], (states, failed)
 
     # a ShareFetch at a node that does not lead the partition: NOT_LEADER_OR_FOLLOWER, naming the leader
     topic_id = uuid.UUID(hex=next(iter(states))[0])
