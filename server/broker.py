@@ -38,10 +38,10 @@ from groupcoord.server.apis import (
 )
 from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
-from groupcoord.server.cluster.leases import NodeInfo
-from groupcoord.server.cluster.markers import Connect, MarkerRouter
+from groupcoord.server.cluster.markers import MarkerRouter
 from groupcoord.server.cluster.node import ClusterNode
-from groupcoord.server.cluster.partitions import PartitionLeases
+from groupcoord.server.cluster.share_state import ClusterShareState
+from groupcoord.server.cluster_setup import join_cluster, share_home
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.console import Console
@@ -67,7 +67,6 @@ from groupcoord.server.share.service import ShareService
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
 from groupcoord.server.storage.postgres import PostgresStateStore
-from groupcoord.server.storage.shards import shard_of
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
 from groupcoord.server.topic_view import Topics
@@ -179,10 +178,8 @@ class Broker:
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
         # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
-        # share groups are not served in cluster mode (their state is not under the partition leases yet,
-        # docs/differences.md 77): the APIs are not offered there, as with --group-share-enable false
-        share_served = config.group_share_enable and not config.cluster
-        handlers = {k: h for k, h in HANDLERS.items() if share_served or k not in SHARE_APIS}
+        # with --group-share-enable false the share APIs are not offered (as Kafka's share.version=0)
+        handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
         guarded = authz.guarded(handlers) if self.security.enabled else handlers
         # OffsetCommit/OffsetFetch v10 name topics by id: resolved in front of the ACL check (topic_ids.py)
         self.dispatcher = Dispatcher(self, topic_ids.wrap(guarded))
@@ -215,6 +212,8 @@ class Broker:
         self.cluster_log_maintenance: ClusterMaintenance | None = None  # retention, compaction in PostgreSQL
         #: cluster mode: where transaction markers go (server/cluster/markers.py)
         self.markers: MarkerRouter | None = None
+        #: cluster mode: share-partition state under the partition leases (server/cluster/share_state.py)
+        self.share_state: ClusterShareState | None = None
         if config.cluster:
             self.dispatcher.route = routing.route
 
@@ -280,14 +279,14 @@ class Broker:
         self.txn = TxnCoordinator(
             self.store,
             self.logs,
-            self._complete_group_txn,
+            self.complete_group_txn,
             self._allocate_producer_id,
             self.clock.now_ms,
             max_timeout_ms=cfg.transaction_max_timeout_ms,
             cleanup_interval_ms=cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
         )
         self._cleanup = TimerService(self.loop, self._run_cleanup, self.clock)
-        self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock)
+        self.share = ShareService(self.logs, self.store, cfg.share(), self.loop, self.clock, share_home(self))
         self.dispatcher.on_connection_closed.append(self.share.connection_closed)
         self.configs.on_group_changed = self._group_configs_changed
         self.share.on_event = self._share_event  # share_records events (docs/journal.md)
@@ -404,7 +403,7 @@ class Broker:
         self.load_ms = wall_ms() - started
         self.loading = False
         self.txn.start()
-        self._schedule_cleanup()
+        self.schedule_cleanup()
         if self.config.journal and self.config.journal_lag_snapshot_interval_ms > 0:
             assert self.journal is not None and self.loop is not None
             interval = self.config.journal_lag_snapshot_interval_ms
@@ -415,70 +414,16 @@ class Broker:
         )
 
     async def _join_cluster(self) -> None:
-        """Cluster mode: nothing is loaded up front; each shard is loaded when this node takes its lease."""
-        assert self.machine is not None and self.runtime is not None
-        assert self.share is not None
-        self.share.ready.set()  # share-partition state is not kept in PostgreSQL yet (docs/share-groups.md)
-        if self.config.group_share_enable:
-            log.info("share groups are not served in cluster mode: APIs 76-79 and 90-92 are not offered")
-        assert isinstance(self.store, PostgresStateStore)
-        cfg = self.config
-        ib = self.security.inter_broker(self.listeners)  # its listener's address: where the others reach us
-        node = NodeInfo.registered(cfg.node_id, ib.listener, self.listeners)
-        self.cluster = ClusterNode(
-            node=node,
-            store=self.store,
-            machine=self.machine,
-            runtime=self.runtime,
-            shards=cfg.offsets_topic_num_partitions,
-            lease_ttl_ms=cfg.cluster_lease_ttl_ms,
-            now_ms=self.clock.now_ms,
-            partitions=PartitionLeases(
-                node=node,
-                logs=self.logs,
-                lease_ttl_ms=cfg.cluster_lease_ttl_ms,
-                handover_per_tick=cfg.cluster_handover_per_tick,
-            )
-            if isinstance(self.logs, ClusterLog)
-            else None,
-            handover_per_tick=cfg.cluster_handover_per_tick,
-        )
-        self.store.fence = self.cluster
-        if isinstance(self.logs, ClusterLog):
-            self._cluster_transactions(self.cluster, self.logs, ib.connect)
-        await self.cluster.start()
-        if self.cluster_log_maintenance is not None:
-            self.cluster_log_maintenance.start()
-        self.loading = False
-        self._schedule_cleanup()
-        if isinstance(self.logs, ClusterLog):
-            assert self.txn is not None
-            self.txn.start()
-
-    def _cluster_transactions(self, node: ClusterNode, logs: ClusterLog, connect: Connect) -> None:
-        """Transactions in cluster mode (docs/cluster.md): ids on the group shards, state loaded on takeover and
-        fenced by the shard's epoch, markers through the partition leaders (server/cluster/markers.py)."""
-        txn = self.txn
-        assert txn is not None
-        shards, ttl_s = self.config.offsets_topic_num_partitions, self.config.cluster_lease_ttl_ms / 1000
-        self.markers = MarkerRouter(
-            node, logs, self._complete_group_txn, retry_for_s=3 * ttl_s, connect=connect
-        )
-        txn.write_marker = self.markers.write_marker
-        txn.complete_group = self.markers.complete_group
-        txn.read_txn = logs.read_txn  # on the data plane's pool: produce traffic never starves the leases
-        txn.epoch_of = lambda tid: node.held.get(shard_of(tid, shards), 0)
-        node.on_txns_loaded = txn.load
-        node.on_txns_dropped = lambda gone: txn.unload(
-            [t for t in list(txn.machine.txns) if shard_of(t, shards) in gone]
-        )
+        """Cluster mode: nothing is loaded up front; each shard is loaded when this node takes its lease
+        (server/cluster_setup.py)."""
+        await join_cluster(self)
 
     @property
     def routing(self) -> ClusterNode | None:
         """`ShardRouting` for handlers: None on a single node."""
         return self.cluster
 
-    async def _complete_group_txn(self, group_id: str, producer_id: int, commit: bool) -> bool:
+    async def complete_group_txn(self, group_id: str, producer_id: int, commit: bool) -> bool:
         """A transaction marker for one group: the machine makes the producer's pending offsets committed
         (or drops them) through the group's mailbox; True once durable."""
         assert self.runtime is not None and self.machine is not None
@@ -543,7 +488,7 @@ class Broker:
                 return server.sockets[0].getsockname()[1]
         raise KeyError(name)
 
-    def _schedule_cleanup(self) -> None:
+    def schedule_cleanup(self) -> None:
         assert self._cleanup is not None
         interval = self.config.offsets_retention_check_interval_ms
         self._cleanup.schedule("offsets_cleanup", self.clock.now_ms() + interval)
@@ -562,7 +507,7 @@ class Broker:
             self.runtime.call_global(step)
         except Exception:
             log.exception("offset expiry failed")
-        self._schedule_cleanup()
+        self.schedule_cleanup()
 
     async def stop(self) -> None:
         """Stop accepting, cancel parked requests, let writes finish, flush the journal and storage."""
@@ -598,6 +543,8 @@ class Broker:
         if self.share is not None:
             await self.share.quiesce()
             self.share.close()
+        if self.share_state is not None:
+            await self.share_state.close()
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 2)

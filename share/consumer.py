@@ -293,6 +293,9 @@ class ShareConsumer:
                 raise r
             if isinstance(r, BaseException):
                 log.info("share consumer %s: fetch failed: %r", self.member_id, r)
+                # a leader that cannot be reached (killed, moved): ask Metadata again, as Java's client does on
+                # a disconnect; else a stale leader would be asked forever
+                self.stale_metadata = True
         if results and all(isinstance(r, BaseException) for r in results):
             await asyncio.sleep(self.retry_backoff)
 

@@ -16,6 +16,7 @@ acknowledged there, and they never join the share session) and answered TOPIC_AU
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -142,6 +143,11 @@ def share_acknowledge(handler: Handler) -> Handler:
 
 def describe_share_group_offsets(handler: Handler) -> Handler:
     def checked(ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest) -> Any:
+        return asyncio.ensure_future(_checked(ctx, req))
+
+    async def _checked(
+        ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest
+    ) -> dsgof.DescribeShareGroupOffsetsResponse:
         out = []
         for g in req.groups:
             if not allowed(ctx, DESCRIBE, GROUP, g.group_id):
@@ -150,12 +156,12 @@ def describe_share_group_offsets(handler: Handler) -> Handler:
                 )
                 continue
             if g.topics is None:  # every initialized partition: the topics not describable are left out
-                d = describe_group(ctx, g.group_id, None)
+                d = describe_group(ctx, g.group_id, None, await ctx.services.share.summaries(g.group_id))
                 kept = tuple(t for t in d.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
                 out.append(_replace(d, topics=kept))
                 continue
             ok = tuple(t for t in g.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
-            d = describe_group(ctx, g.group_id, ok)
+            d = describe_group(ctx, g.group_id, ok, await ctx.services.share.summaries(g.group_id))
             denied = tuple(
                 dsgof.DescribeShareGroupOffsetsResponseTopic(
                     topic_name=t.topic_name,

@@ -35,6 +35,9 @@ _SINGLE = {
         ApiKey.OFFSET_COMMIT,
         ApiKey.OFFSET_DELETE,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
     )
 }
 
@@ -49,8 +52,10 @@ def group_ids(api_key: int, version: int, req: Any) -> list[str]:
         return list(req.groups)
     if api_key == ApiKey.DELETE_GROUPS:
         return list(req.groups_names)
-    if api_key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+    if api_key in (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_DESCRIBE):
         return list(req.group_ids)
+    if api_key == ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
+        return [g.group_id for g in req.groups]
     return []
 
 

@@ -74,6 +74,30 @@ class _Resolved:
         return 0
 
 
+class _Leaders:
+    """Cluster mode: a partition answered NOT_LEADER_OR_FOLLOWER names its current leader, and the response
+    that leader's endpoint (Kafka's ShareFetch/ShareAcknowledge CurrentLeader and NodeEndpoints), so the
+    client can go there before its next Metadata."""
+
+    def __init__(self, ctx: RequestContext, resolved: _Resolved) -> None:
+        self.routing = ctx.services.routing
+        self.resolved = resolved
+        self.endpoints: dict[int, sf.ShareNodeEndpoint] = {}
+
+    def of(self, k: Key, code: int) -> sf.ShareLeaderIdAndEpoch:
+        if code != E.NOT_LEADER_OR_FOLLOWER or self.routing is None:
+            return NO_LEADER
+        name = self.resolved.name(uuid.UUID(hex=k[0]))
+        found = None if name is None else self.routing.partition_leader(name, k[1])
+        if found is None:
+            return NO_LEADER
+        node, epoch = found
+        self.endpoints[node.node_id] = sf.ShareNodeEndpoint(
+            node_id=node.node_id, host=node.host, port=node.port
+        )
+        return sf.ShareLeaderIdAndEpoch(leader_id=node.node_id, leader_epoch=epoch)
+
+
 def _valid_member(member_id: str | None) -> bool:
     return member_id is not None and 0 < len(member_id) <= 36
 
@@ -165,16 +189,18 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
         if k not in listed:
             listed.append(k)
     by_topic: dict[str, list[sf.SharePartitionData]] = {}
+    leaders = _Leaders(ctx, resolved)
     for k in listed:
         f = fetched.get(k)
         aerr, amsg = ack_results.get(k, (0, None))
+        perr = partition_errors.get(k, f.error if f else 0)
         by_topic.setdefault(k[0], []).append(
             sf.SharePartitionData(
                 partition_index=k[1],
-                error_code=partition_errors.get(k, f.error if f else 0),
+                error_code=perr,
                 acknowledge_error_code=aerr,
                 acknowledge_error_message=amsg,
-                current_leader=NO_LEADER,
+                current_leader=leaders.of(k, perr or aerr),
                 records=f.records if f else b"",
                 acquired_records=tuple(
                     sf.AcquiredRecords(
@@ -192,6 +218,7 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
             sf.ShareFetchableTopicResponse(topic_id=uuid.UUID(hex=t), partitions=tuple(ps))
             for t, ps in by_topic.items()
         ),
+        node_endpoints=tuple(leaders.endpoints.values()),
     )
 
 
@@ -245,10 +272,11 @@ async def _share_acknowledge(
         service.sessions.close(session)
         service.release(group_id, member_id, list(session.partitions))
     by_topic: dict[str, list[sa.ShareAcknowledgePartitionData]] = {}
+    leaders = _Leaders(ctx, resolved)
     for k, (code, msg) in results.items():
         by_topic.setdefault(k[0], []).append(
             sa.ShareAcknowledgePartitionData(
-                partition_index=k[1], error_code=code, error_message=msg, current_leader=NO_LEADER
+                partition_index=k[1], error_code=code, error_message=msg, current_leader=leaders.of(k, code)
             )
         )
     return sa.ShareAcknowledgeResponse(
@@ -257,4 +285,5 @@ async def _share_acknowledge(
             sa.ShareAcknowledgeTopicResponse(topic_id=uuid.UUID(hex=t), partitions=tuple(ps))
             for t, ps in by_topic.items()
         ),
+        node_endpoints=tuple(leaders.endpoints.values()),
     )

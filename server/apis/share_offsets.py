@@ -42,27 +42,39 @@ def _failed() -> ShareOffsetsDecision:
 
 def describe_share_group_offsets(
     ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest
+) -> asyncio.Future[dsgof.DescribeShareGroupOffsetsResponse]:
+    return asyncio.ensure_future(_describe(ctx, req))
+
+
+async def _describe(
+    ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest
 ) -> dsgof.DescribeShareGroupOffsetsResponse:
-    return dsgof.DescribeShareGroupOffsetsResponse(
-        groups=tuple(describe_group(ctx, g.group_id, g.topics) for g in req.groups)
-    )
+    groups = []
+    for g in req.groups:
+        summaries = await ctx.services.share.summaries(g.group_id)
+        groups.append(describe_group(ctx, g.group_id, g.topics, summaries))
+    return dsgof.DescribeShareGroupOffsetsResponse(groups=tuple(groups))
 
 
 def describe_group(
     ctx: RequestContext,
     group_id: str,
     topics: tuple[dsgof.DescribeShareGroupOffsetsRequestTopic, ...] | None,
+    summaries: Mapping[tuple[str, int], tuple[int, int]],
 ) -> dsgof.DescribeShareGroupOffsetsResponseGroup:
     """One group's start offsets and lag. Topics None: every initialized partition of the group (and any
-    with stored state); an unknown topic answers StartOffset -1 with no error, as Kafka does."""
+    with stored state); an unknown topic answers StartOffset -1 with no error, as Kafka does. `summaries`:
+    the share service's (SPSO, delivery-complete count) per partition with state (cluster mode: as stored,
+    whoever leads the partition). Lag uses the high watermark (cluster mode: of a partition led elsewhere,
+    as of the last lease tick's read of the log ends)."""
     services = ctx.services
     wanted: list[tuple[str, tuple[int, ...]]] = []
     if topics is None:
         parts: dict[str, set[int]] = {
             t: set(ps) for t, ps in services.machine.share_initialized(group_id).items()
         }
-        for t, ps in services.share.partitions_of(group_id).items():
-            parts.setdefault(t, set()).update(ps)
+        for t, p in summaries:
+            parts.setdefault(t, set()).add(p)
         for tid, ps in sorted(parts.items()):
             info = services.topics.by_id(uuid.UUID(hex=tid))
             if info is not None:  # a deleted topic's leftovers are not described (Kafka: not in the image)
@@ -86,9 +98,9 @@ def describe_group(
             continue
         rows = []
         for p in partitions:
-            summary = services.share.summary(group_id, info.topic_id.hex, p)
-            plog = services.logs.partition(name, p)
-            if summary is None or plog is None:
+            summary = summaries.get((info.topic_id.hex, p))
+            marks = services.logs.watermarks(name, p)
+            if summary is None or marks is None:
                 rows.append(
                     dsgof.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=-1)
                 )
@@ -99,7 +111,7 @@ def describe_group(
                     partition_index=p,
                     start_offset=start,
                     leader_epoch=0,
-                    lag=plog.high_watermark - start - complete,
+                    lag=max(marks[1] - start - complete, 0),
                 )
             )
         out.append(
@@ -209,7 +221,7 @@ async def _delete(
     for t in req.topics:
         info = services.topics.get(t.topic_name)
         ids[t.topic_name] = info.topic_id.hex if info is not None else None
-    with_state = services.share.topics_with_state(req.group_id)
+    with_state = await services.share.topics_with_state(req.group_id)
     machine = services.machine
     decision = await _resolved(
         services.runtime.call_parked(

@@ -258,7 +258,8 @@ class ClusterNode:
         self.loading -= shards
         if shards:
             self.on_txns_dropped(shards)
-        groups = [g for g in self.machine.group_ids() if shard_of(g, self.shards) in shards]
+        ids = [*self.machine.group_ids(), *self.machine.share_manager.groups]  # share groups too (KIP-932)
+        groups = [g for g in ids if shard_of(g, self.shards) in shards]
         if groups:
             effects = self.machine.unload(self.now_ms(), groups)
             if effects:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections.abc import Callable
 
 import asyncpg
 import structlog
@@ -116,6 +117,9 @@ class PartitionLeases:
         self._loads: set[asyncio.Task[None]] = set()
         self.takeovers = 0  # partitions loaded since start (tests, metrics)
         self._ticks = 0
+        #: told the partitions this node stopped leading (lost, handed over, self-fenced, a fenced append):
+        #: the share service drops their share states at once (server/cluster_setup.py)
+        self.on_dropped: Callable[[set[Key]], None] = lambda keys: None
         logs.on_lost = self._lost
 
     def _valid(self) -> bool:
@@ -133,6 +137,7 @@ class PartitionLeases:
         epoch = self.held.pop(key, None)
         if epoch is not None:
             self._given_up[key] = epoch
+        self.on_dropped({key})
 
     async def tick(self, conn: asyncpg.Connection, started: float, live: int) -> None:
         """One round (see the module docstring); `started` is the loop time the tick began at."""
@@ -194,6 +199,8 @@ class PartitionLeases:
         for key in keys:
             self.held.pop(key, None)
             self.logs.drop_partition(key)
+        if keys:
+            self.on_dropped(keys)
 
     async def stop(self, conn: asyncpg.Connection | None) -> None:
         """Planned handover: stop serving, then release (waits for appends in flight, which hold the rows)."""

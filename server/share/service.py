@@ -7,6 +7,12 @@ Persistence: each change of a share partition's durable state writes its whole s
 and fsynced before the answer; memory: at once). Lock expiries and released sessions are written best effort,
 as in Kafka. At start, `load` rebuilds every share partition from the stored snapshots.
 
+Cluster mode (`home`, server/share/home.py): the share partitions of a topic partition are served only by
+its leader. The first use at a leader epoch loads every group's state of that partition (NOT_LEADER_OR_FOLLOWER
+where this node does not lead it); snapshots are written fenced by the partition's lease; a fenced write, or a
+lost partition, drops the partition's states here (acquired records lapse: after a takeover they are
+AVAILABLE again, as acquisition is never stored). The offsets admin APIs change the stored states directly.
+
 Long poll: a fetch that acquires nothing waits, without polling, for whichever comes first of an append to
 one of its partitions (`LogManager.wait_for_data`), a share-state change that made records available again
 (release, lock expiry), or MaxWaitMs.
@@ -24,9 +30,11 @@ import structlog
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig, parse_by_duration
-from groupcoord.server.coordinator.records import SharePartitionRecord
+from groupcoord.server.coordinator.records import SharePartitionRecord, SharePartitionValue
 from groupcoord.server.log.manager import LogManager
+from groupcoord.server.share.home import ShareHome, TopicPartition
 from groupcoord.server.share.isolation import READ_COMMITTED, aborted_batches
+from groupcoord.server.share.leadership import Leadership
 from groupcoord.server.share.partition import TERMINAL, AckBatch, AcquiredRange, SharePartition
 from groupcoord.server.share.sessions import Key, ShareSessions
 from groupcoord.server.storage.base import StateStore, SynchronousStateStore
@@ -36,6 +44,11 @@ log = structlog.get_logger("groupcoord.share")
 
 #: (group id, topic id hex, partition)
 PartitionKey = tuple[str, str, int]
+#: the messages of acknowledgements a cluster node could not store (other failures: "could not be stored")
+_FAILED_ACK: dict[int, str | None] = {
+    # the partition's lease moved, or an offsets admin call replaced its state: the client retries
+    int(ErrorCode.NOT_LEADER_OR_FOLLOWER): None,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +85,7 @@ def last_offset_of(data: bytes) -> int:
     return last
 
 
-class ShareService:
+class ShareService(Leadership):
     def __init__(
         self,
         logs: LogManager,
@@ -80,8 +93,17 @@ class ShareService:
         config: ShareGroupConfig,
         loop: asyncio.AbstractEventLoop,
         clock: Clock = WALL_CLOCK,
+        home: ShareHome | None = None,
     ) -> None:
         self.logs = logs
+        #: cluster mode: the partition leaders' share state (None: every share partition is served here)
+        self.home = home
+        #: cluster mode: topic partitions whose share states are loaded here -> the leader epoch they were at
+        self._loaded: dict[TopicPartition, int] = {}
+        self._loading: dict[TopicPartition, asyncio.Task[None]] = {}
+        self._write_locks: dict[TopicPartition, asyncio.Lock] = {}
+        if home is not None:
+            home.on_changed = self._reload
         self.store = store
         self.config = config
         self.loop = loop
@@ -92,7 +114,7 @@ class ShareService:
         self.sessions = ShareSessions(config.max_share_sessions)
         self.timers = TimerService(loop, self._lock_timer, clock)
         self._changed: asyncio.Future[None] | None = None
-        self._writes: set[asyncio.Task[bool]] = set()
+        self._writes: set[asyncio.Task[Any]] = set()
         self.failed_writes = 0
         #: set once the stored share-partition state is loaded: requests wait for it
         self.ready = asyncio.Event()
@@ -165,24 +187,32 @@ class ShareService:
 
     async def _persist(self, records: Sequence[SharePartitionRecord]) -> bool:
         """Durable when True; a failure is logged and counted."""
+        return not await self._store(records)
+
+    async def _store(self, records: Sequence[SharePartitionRecord]) -> dict[PartitionKey, int]:
+        """Write `records`; the keys not written, with the error their callers answer (empty: all durable).
+        Cluster mode: a fenced partition is dropped here, a state an admin call replaced is read again, and
+        a write in doubt drops its partitions (they are read again from what PostgreSQL holds)."""
+        if self.home is not None:
+            return await self._store_led([(r.group_id, r.topic_id, r.partition) for r in records])
         try:
             if self.store.synchronous and isinstance(self.store, SynchronousStateStore):
                 self.store.write_now(records)
             else:
                 await self.store.write(records)
-            return True
+            return {}
         except Exception as exc:
             self.failed_writes += 1
             log.error("share-partition state write failed", error=repr(exc), partitions=len(records))
-            return False
+            return {
+                (r.group_id, r.topic_id, r.partition): int(ErrorCode.UNKNOWN_SERVER_ERROR) for r in records
+            }
 
     def _persist_later(self, records: Sequence[SharePartitionRecord]) -> None:
         """Best effort (lock expiry, released sessions): Kafka keeps the in-memory change even if it fails."""
         if not records:
             return
-        task = self.loop.create_task(self._persist(records))
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+        self._writes_pending(self.loop.create_task(self._persist(records)))
 
     async def quiesce(self) -> None:
         while self._writes:
@@ -207,7 +237,8 @@ class ShareService:
             if key in self.partitions:  # another fetch initialized it meanwhile
                 return self.partitions[key]
             sp = self.partitions[key] = SharePartition(start, **self._limits(group_id))
-            await self._persist([self._record(key, sp)])
+            if not await self._persist([self._record(key, sp)]) and self.home is not None:
+                return self.partitions.get(key)  # fenced (then dropped) or in doubt: not served now
         elif plog.log_start_offset > sp.start:  # retention or DeleteRecords moved the log start
             sp.skip_to(plog.log_start_offset)
             self._persist_later([self._record(key, sp)])
@@ -242,6 +273,9 @@ class ShareService:
         sp = self.partitions.get(key)
         if sp is None:
             return
+        if self.home is not None and self.home.epoch_of(key[1], key[2]) != self._loaded.get((key[1], key[2])):
+            self.forget(key[1], key[2])  # lost meanwhile: its locks lapse with it
+            return
         before = sp.tally.counts()
         if sp.expire_locks(self.now_ms()):
             self._persist_later([self._record(key, sp)])
@@ -271,6 +305,10 @@ class ShareService:
                 results[k] = (0, None)
                 continue
             pkey = (group_id, k[0], k[1])
+            lead = await self._lead(k[0], k[1])
+            if lead:
+                results[k] = (lead, None)
+                continue
             sp = self.partitions.get(pkey)
             if sp is None:
                 results[k] = (int(ErrorCode.INVALID_RECORD_STATE), "no records were acquired here")
@@ -287,16 +325,15 @@ class ShareService:
             if durable:
                 writes.append((k, pkey, sp, undo))
         if writes:
-            ok = await self._persist([self._record(pkey, sp) for _, pkey, sp, _ in writes])
-            if not ok:
-                for k, pkey, sp, undo in writes:
-                    undo()  # type: ignore[operator]
-                    self._arm(pkey, sp)
-                    results[k] = (
-                        int(ErrorCode.UNKNOWN_SERVER_ERROR),
-                        "the acknowledgement could not be stored",
-                    )
-                    moved.pop(k, None)
+            failed = await self._store([self._record(pkey, sp) for _, pkey, sp, _ in writes])
+            for k, pkey, sp, undo in writes:
+                if pkey not in failed:
+                    continue
+                undo()  # type: ignore[operator]
+                self._arm(pkey, sp)
+                code = failed[pkey]
+                results[k] = (code, _FAILED_ACK.get(code, "the acknowledgement could not be stored"))
+                moved.pop(k, None)
             self._wake()
         self._journal(group_id, member_id, "acknowledge", _total(moved.values()))
         return results
@@ -367,9 +404,14 @@ class ShareService:
         budget_records = max_records
         budget_bytes = max_bytes if max_bytes > 0 else 0x7FFFFFFF
         for k, topic in parts:
+            lead = await self._lead(k[0], k[1])
+            if lead:
+                out[k] = Fetched(b"", (), lead)
+                continue
             sp = await self.partition(group_id, topic, k[0], k[1])
             if sp is None:
-                out[k] = Fetched(b"", (), int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                gone = ErrorCode.NOT_LEADER_OR_FOLLOWER if self.home else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                out[k] = Fetched(b"", (), int(gone))
                 continue
             plog = self.logs.partition(topic, k[1])
             if budget_records <= 0 or plog is None:
@@ -410,6 +452,8 @@ class ShareService:
         """DeleteGroups of an empty share group: its share-partition state goes first (Kafka deletes the
         state, then the group). False when the tombstones could not be written; the state is then kept."""
         await self.ready.wait()
+        if self.home is not None:
+            return await self._replace(group_id, dict.fromkeys(await self.home.stored(group_id)))
         return await self._delete([k for k in self.partitions if k[0] == group_id])
 
     async def _delete(self, keys: Sequence[PartitionKey]) -> bool:
@@ -424,32 +468,37 @@ class ShareService:
 
     # ------------------------------------------------------------------------ offsets admin (90-92)
 
-    def summary(self, group_id: str, topic_id: str, partition: int) -> tuple[int, int] | None:
-        """(SPSO, delivery-complete count: the records at or above SPSO acknowledged or archived) of a share
-        partition with state, None without (Kafka's ReadShareGroupStateSummary, read from memory here, which
-        is never behind the stored snapshot)."""
-        sp = self.partitions.get((group_id, topic_id, partition))
-        if sp is None:
-            return None
-        return sp.start, sum(1 for r in sp.window.values() if r.state in TERMINAL)
+    async def summaries(self, group_id: str) -> dict[TopicPartition, tuple[int, int]]:
+        """(SPSO, delivery-complete count: the records at or above SPSO acknowledged or archived) of each
+        share partition of the group with state (Kafka's ReadShareGroupStateSummary). Single node: read from
+        memory, which is never behind the stored snapshot; cluster mode: the stored snapshots, whoever leads
+        the partitions (acquisitions are not in them, as they are not in Kafka's share coordinator)."""
+        if self.home is not None:
+            stored = await self.home.stored(group_id)
+            return {tp: (v.start_offset, v.delivery_complete_count) for tp, v in stored.items()}
+        return {
+            (t, p): (sp.start, sum(1 for r in sp.window.values() if r.state in TERMINAL))
+            for (g, t, p), sp in self.partitions.items()
+            if g == group_id
+        }
 
-    def topics_with_state(self, group_id: str) -> set[str]:
+    async def topics_with_state(self, group_id: str) -> set[str]:
         """The topic ids (hex) with share-partition state for this group."""
-        return set(self.partitions_of(group_id))
-
-    def partitions_of(self, group_id: str) -> dict[str, set[int]]:
-        """The share partitions with state of this group: topic id (hex) -> partitions."""
-        out: dict[str, set[int]] = {}
-        for g, t, p in self.partitions:
-            if g == group_id:
-                out.setdefault(t, set()).add(p)
-        return out
+        return {t for t, _ in await self.summaries(group_id)}
 
     async def reset(self, group_id: str, offsets: Mapping[Key, int], state_epoch: int) -> bool:
         """AlterShareGroupOffsets of an empty group: each partition gets a fresh state starting at its offset,
         nothing in flight (Kafka's InitializeShareGroupState). The new states are written before they
         replace the old ones; False when the write failed (nothing changed then)."""
         await self.ready.wait()
+        if self.home is not None:
+            stored = await self.home.stored(group_id)
+            states: dict[TopicPartition, SharePartitionValue | None] = {
+                tp: SharePartition(off, state_epoch=state_epoch).snapshot() if off >= 0 else None
+                for tp, off in offsets.items()
+                if off >= 0 or tp in stored
+            }
+            return await self._replace(group_id, states)
         fresh = {
             (group_id, t, p): SharePartition(off, state_epoch=state_epoch, **self._limits(group_id))
             for (t, p), off in offsets.items()
@@ -477,6 +526,9 @@ class ShareService:
         """DeleteShareGroupOffsets: the share-partition state of these topics goes (tombstones, durable)."""
         await self.ready.wait()
         ids = set(topic_ids)
+        if self.home is not None:
+            stored = await self.home.stored(group_id)
+            return await self._replace(group_id, {tp: None for tp in stored if tp[0] in ids})
         return await self._delete([k for k in self.partitions if k[0] == group_id and k[1] in ids])
 
     # --------------------------------------------------------------------------- sessions closing

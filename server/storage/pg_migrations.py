@@ -150,6 +150,27 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE nodes ADD COLUMN endpoints TEXT NOT NULL DEFAULT '[]';
         """,
     ),
+    (
+        8,
+        """
+        -- cluster mode's share groups (docs/cluster.md "Share groups"): share-group records carry their
+        -- group's shard (loaded on the shard's takeover); share-partition state is kept per (topic id,
+        -- partition, group) and written by the partition's leader, fenced by its lease; `generation` moves
+        -- when the offsets admin APIs replace or delete a state, so a leader holding the old one cannot
+        -- write it back (server/cluster/share_state.py)
+        ALTER TABLE share_state ADD COLUMN shard INTEGER;
+        CREATE INDEX share_state_by_shard ON share_state (shard);
+        CREATE TABLE share_partition_state (
+            topic_id   TEXT    NOT NULL,       -- hex
+            partition  INTEGER NOT NULL,
+            group_id   TEXT    NOT NULL,
+            generation BIGINT  NOT NULL DEFAULT 0,
+            value      TEXT,                   -- JSON (encode_share_record); NULL: deleted by an admin API
+            PRIMARY KEY (topic_id, partition, group_id)
+        );
+        CREATE INDEX share_partition_state_by_group ON share_partition_state (group_id);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -23,6 +23,7 @@ Record encoding is shared with SQLite (`encode_group`): JSON text, readable with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -108,8 +109,8 @@ ON CONFLICT (transactional_id) DO UPDATE SET value = EXCLUDED.value
 """
 _DELETE_TXNS = "DELETE FROM transactions WHERE transactional_id = ANY($1::text[])"
 _UPSERT_SHARE = """
-INSERT INTO share_state (record_key, value) SELECT * FROM unnest($1::text[], $2::text[])
-ON CONFLICT (record_key) DO UPDATE SET value = EXCLUDED.value
+INSERT INTO share_state (record_key, value, shard) SELECT * FROM unnest($1::text[], $2::text[], $3::int[])
+ON CONFLICT (record_key) DO UPDATE SET value = EXCLUDED.value, shard = EXCLUDED.shard
 """
 _DELETE_SHARE = "DELETE FROM share_state WHERE record_key = ANY($1::text[])"
 _FENCE = """
@@ -172,7 +173,22 @@ class PostgresStateStore:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             raise StorageError(f"state load failed: {e}") from e
         records += [TxnRecord(r[0], decode_txn(r[1])) for r in txns if shard_of(r[0], self.shards) in wanted]
+        records += await self.load_share_groups(shards)
         return records
+
+    async def load_share_groups(self, shards: Sequence[int]) -> list[Record]:
+        """Cluster mode: the share groups of `shards` (their share-partition state is the partition
+        leaders', server/cluster/share_state.py)."""
+        try:
+            async with self.pool.acquire() as conn:
+                rows = await conn.fetch(
+                    "SELECT record_key, value FROM share_state WHERE shard = ANY($1::int[])"
+                    " AND record_key LIKE '[\"share_group\"%' ORDER BY record_key",
+                    list(shards),
+                )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            raise StorageError(f"state load failed: {e}") from e
+        return [decode_share_record(r[0], r[1]) for r in rows]
 
     async def _load(self, where: str, args: tuple, *, with_transactions: bool) -> list[Record]:
         try:
@@ -237,11 +253,15 @@ class PostgresStateStore:
             g: shard_of(g, self.shards)
             for g in {*groups, *(k[0] for k in offsets), *(k[0] for k in pending), *(k[1] for k in cgs)}
         }
+        share_shard = {k: shard_of(json.loads(k)[1], self.shards) for k in latest.share}
+        if self.fence is not None and any(not k.startswith('["share_group"') for k in latest.share):
+            # cluster mode: share-partition state is the partition leader's, written fenced by the
+            # partition's lease (server/cluster/share_state.py), never through the shards' store
+            raise StorageError("share-partition state goes through the partition leader in cluster mode")
         # a transactional id's state is fenced by its coordinator shard's lease, as a group's is
-        fence = self._fence_args({*shard.values(), *(shard_of(t, self.shards) for t in txns)})
-        if latest.share and self.fence is not None:
-            # cluster mode shards groups across nodes; share state is not sharded yet (docs/share-groups.md)
-            raise StorageError("share groups are not served in cluster mode")
+        fence = self._fence_args(
+            {*shard.values(), *share_shard.values(), *(shard_of(t, self.shards) for t in txns)}
+        )
         live = [(k, v) for k, v in offsets.items() if v is not None]
         dead = [k for k, v in offsets.items() if v is None]
         async with self.pool.acquire() as conn, conn.transaction():
@@ -299,7 +319,12 @@ class PostgresStateStore:
             if latest.share:
                 live_share = [(k, v) for k, v in latest.share.items() if v is not None]
                 if live_share:
-                    await conn.execute(_UPSERT_SHARE, [k for k, _ in live_share], [v for _, v in live_share])
+                    await conn.execute(
+                        _UPSERT_SHARE,
+                        [k for k, _ in live_share],
+                        [v for _, v in live_share],
+                        [share_shard[k] for k, _ in live_share],
+                    )
                 dead_share = [k for k, v in latest.share.items() if v is None]
                 if dead_share:
                     await conn.execute(_DELETE_SHARE, dead_share)
