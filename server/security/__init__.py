@@ -205,7 +205,7 @@ class Security:
         )
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
-        return self.store.credential(user, mechanism)
+        return self.store.scram.get(user, {}).get(mechanism)
 
     def connection_made(self, conn: SecuredPeer) -> SaslGate | None:
         """Principal from the client certificate (SSL listeners); a SASL gate on SASL listeners."""
