@@ -16,7 +16,7 @@ import structlog
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.net.listeners import Listener
 from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authorizer, binding_problem
-from groupcoord.server.security.cluster_store import ClusterSecurityStore
+from groupcoord.server.security.cluster_store import ClusterSecurityStore, merge_node_file
 from groupcoord.server.security.gate import SaslGate
 from groupcoord.server.security.inter_broker import InterBrokerClient
 from groupcoord.server.security.inter_broker import check_problems as check_inter_broker
@@ -108,6 +108,8 @@ class Security:
         (durably)."""
         self.store.on_change = self._adopt_acls
         await self.store.open()
+        if isinstance(self.store, ClusterSecurityStore) and self.config.storage != "memory":
+            await merge_node_file(self.store, self.config.data_dir / "security.json")
         added = add_scram_text(self.config)
         if added:
             await self.store.alter_scram(

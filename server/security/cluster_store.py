@@ -13,13 +13,18 @@ server/storage/pg_migrations.py) play that part:
   connection, when `security_version` moved at its once-a-second check.
 
 Credentials are stored as Kafka stores them (salt, StoredKey, ServerKey, iterations), never passwords.
+
+Earlier versions kept both per node in cluster mode too (`<data-dir>/security.json`): `merge_node_file` adds
+such a file's bindings and credentials to the cluster's once, at the node's first start with this version.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
@@ -27,7 +32,7 @@ import structlog
 
 from groupcoord.server.security.authorizer import AclBinding, AclFilter
 from groupcoord.server.security.scram import ScramCredential
-from groupcoord.server.security.store import Deletion, SecurityStoreError, Upsertion, matched
+from groupcoord.server.security.store import Deletion, SecurityStore, SecurityStoreError, Upsertion, matched
 
 log = structlog.get_logger("groupcoord.security")
 
@@ -203,3 +208,29 @@ class ClusterSecurityStore:
 
         if deletions or upsertions:
             await self._write(change)
+
+
+async def merge_node_file(store: ClusterSecurityStore, path: Path) -> None:
+    """Upgrade from per-node security: the node's own `security.json` (an earlier version's, or one made on a
+    single node) is merged into the cluster's: its bindings are added, its credentials where the cluster has
+    none for that user and mechanism (a credential changed cluster-wide is not turned back). The file is then
+    renamed `security.json.merged` (still 0600), so it is merged once and deletions are not undone."""
+    if not path.exists():
+        return
+    old = SecurityStore(path)
+    old.load()
+    await store.add_acls(old.acls)
+    creds = [
+        (user, mech, cred)
+        for user, mechs in old.scram.items()
+        for mech, cred in mechs.items()
+        if mech not in store.scram.get(user, {})
+    ]
+    await store.alter_scram([], creds)
+    os.replace(path, path.with_name("security.json.merged"))
+    log.info(
+        "this node's security.json merged into the cluster's ACLs and SCRAM credentials",
+        acls=len(old.acls),
+        credentials=len(creds),
+        renamed_to=str(path.with_name("security.json.merged")),
+    )

@@ -11,6 +11,7 @@ about a second (NOTIFY, or each node's once-a-second check): the test polls with
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from groupcoord.protocol.messages import create_acls as ca
 from groupcoord.protocol.messages import delete_acls as da
 from groupcoord.protocol.messages import describe_acls as ds
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from groupcoord.server.security.scram import new_credential
 from tests.cluster.test_transactions_secure import start_cluster
 from tests.conftest import ServerProcess
 from tests.integration.helpers import RawClient
@@ -165,6 +167,49 @@ async def test_acls_and_scram_users_are_the_clusters(tmp_path: Path, pg_url: str
         alter_scram(nodes[1], al.AlterUserScramCredentialsRequest(deletions=(deletion,), upsertions=()))
         eventually("node 3 refuses carol", lambda: login_code(nodes[3], *CAROL) == SASL_AUTHENTICATION_FAILED)
         assert login_code(nodes[1], *ADMIN) == 0  # the brokers' own user is untouched
+    finally:
+        for srv in nodes.values():
+            srv.kill()
+
+
+async def test_a_nodes_own_security_json_is_merged_into_the_clusters(tmp_path: Path, pg_url: str) -> None:
+    """Upgrade: earlier versions kept ACLs and SCRAM users per node in cluster mode too. A node's
+    security.json is merged into the cluster's at its start (then renamed): its user logs in and its binding
+    is enforced at the other nodes."""
+    data = tmp_path / "node1"
+    data.mkdir()
+    dave = new_credential("SCRAM-SHA-256", "dave-secret", 4096)
+    (data / "security.json").write_text(
+        json.dumps({"acls": [[*GRANT[:3], "User:dave", "*", READ, ALLOW]], "scram": {"dave": {
+            "SCRAM-SHA-256": dave.to_json()}}})
+    )  # fmt: skip
+    (data / "security.json").chmod(0o600)
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";'
+    nodes = start_cluster(
+        tmp_path,
+        pg_url,
+        "SASL_PLAINTEXT",
+        (
+            "--sasl-enabled-mechanisms", "SCRAM-SHA-256",
+            "--sasl-mechanism-inter-broker-protocol", "SCRAM-SHA-256",
+            "--add-scram", f"SCRAM-SHA-256=[name={ADMIN[0]},password={ADMIN[1]}]",
+            "--sasl-jaas-config", jaas, "--super-users", "User:admin",
+        ),
+        allow_everyone=False,
+    )  # fmt: skip
+    try:
+        eventually("dave logs in at node 3", lambda: login_code(nodes[3], "dave", "dave-secret") == 0)
+        want = {(*GRANT[:3], "User:dave", "*", READ, ALLOW)}
+        for n in (2, 3):
+            eventually(
+                f"DescribeAcls at node {n} names dave's binding", lambda n=n: described(nodes[n]) == want
+            )
+        assert not (data / "security.json").exists() and (data / "security.json.merged").exists()
+        # merged once: a restart does not bring back what was deleted meanwhile
+        flt = da.DeleteAclsFilter(ANY, None, ANY, None, None, ANY, ANY)
+        ask(nodes[2], 31, 3, da.DeleteAclsRequest(filters=(flt,)))
+        nodes[1].restart()
+        assert described(nodes[1]) == set()
     finally:
         for srv in nodes.values():
             srv.kill()
