@@ -128,6 +128,8 @@ class ClusterSecurityStore:
                 "SELECT user_name, mechanism, salt, stored_key, server_key, iterations"
                 " FROM scram_credentials ORDER BY user_name, mechanism"
             )
+        if self._version is not None and version < self._version:
+            return  # a read that began before a newer one ended (a write's own re-read): keep the newer view
         scram: dict[str, dict[str, ScramCredential]] = {}
         for user, mech, salt, stored_key, server_key, iterations in cred_rows:
             scram.setdefault(user, {})[mech] = ScramCredential(
@@ -153,9 +155,13 @@ class ClusterSecurityStore:
                 await conn.execute("UPDATE security_version SET version = version + 1")
                 result = await change(conn)
                 await conn.execute("SELECT pg_notify($1, '')", CHANNEL)
-            await self._reload()
         except _ERRORS as e:
             raise SecurityStoreError(f"ACL or credential change not stored: {e}") from e
+        try:  # committed: this node's view now, so that the next request here sees it
+            await self._reload()
+        except _ERRORS as e:  # stored all the same; the periodic check catches up
+            log.warning("ACLs and credentials not re-read after a change", error=repr(e))
+            self._wake.set()
         return result
 
     async def add_acls(self, bindings: list[AclBinding]) -> None:
