@@ -194,8 +194,7 @@ class Broker:
         self.journal: Journal | None = None
         self.journal_roller: JournalRoller | None = None
         self.load_ms: int | None = None
-        #: metrics and probes (`--metrics-port`); None when off
-        self.ops: Ops | None = None
+        self.ops: Ops | None = None  # metrics and probes (`--metrics-port`); None when off
         #: the live web console at /ui of the metrics listener (`--console`); None when off
         self.console: Console | None = None
         self.started_ms = wall_ms()
@@ -309,7 +308,7 @@ class Broker:
             max_total=cfg.max_connections,
         )
         guard = self.guard = ConnectionGuard(limits, self.loop)
-        self.security.open()
+        await self.security.open()
         # listen first: while the state loads, group APIs answer COORDINATOR_LOAD_IN_PROGRESS
         await self._listen(guard)
         self.loaded = self.loop.create_task(self._join_cluster() if cfg.cluster else self._load())
@@ -552,6 +551,7 @@ class Broker:
             await self.journal.close()
         if self.journal_roller is not None:  # queued rolls are left to the next start
             await asyncio.to_thread(self.journal_roller.close)
+        await self.security.close()
         if self.store is not None:
             await self.store.close()
         if self.logs is not None:

@@ -2,12 +2,17 @@
 
 DescribeAcls needs DESCRIBE on the cluster, the other two ALTER (CLUSTER_AUTHORIZATION_FAILED otherwise);
 without an authorizer all three answer SECURITY_DISABLED. Bindings are stored durably before the answer
-(`server.security.Security`).
+(`server.security.Security`; in cluster mode in PostgreSQL, seen by every node); when they cannot be stored,
+every result is UNKNOWN_SERVER_ERROR and nothing changed.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
+from typing import Any
+
+import structlog
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import create_acls as ca
@@ -24,6 +29,7 @@ from groupcoord.server.security.authorizer import (
 )
 
 DISABLED = "No Authorizer is configured."
+log = structlog.get_logger("groupcoord.acls")
 
 
 def _cluster(ctx: RequestContext, operation: int) -> bool:
@@ -61,7 +67,7 @@ def describe_acls(ctx: RequestContext, req: ds.DescribeAclsRequest) -> ds.Descri
     )
 
 
-def create_acls(ctx: RequestContext, req: ca.CreateAclsRequest) -> ca.CreateAclsResponse:
+def create_acls(ctx: RequestContext, req: ca.CreateAclsRequest) -> Any:
     access = ctx.services.access
     if not access.enabled or not _cluster(ctx, ALTER):
         code = ErrorCode.SECURITY_DISABLED if not access.enabled else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -80,7 +86,20 @@ def create_acls(ctx: RequestContext, req: ca.CreateAclsRequest) -> ca.CreateAcls
         )
         for c in req.creations
     ]
-    problems = access.create_acls(bindings)
+    return asyncio.ensure_future(_create(ctx, bindings))
+
+
+async def _create(ctx: RequestContext, bindings: list[AclBinding]) -> ca.CreateAclsResponse:
+    try:
+        problems = await ctx.services.access.create_acls(bindings)
+    except Exception as e:  # the store could not make them durable: nothing was added
+        log.warning("CreateAcls not stored", error=repr(e))
+        return ca.CreateAclsResponse(
+            results=tuple(
+                ca.AclCreationResult(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(e))
+                for _ in bindings
+            )
+        )
     return ca.CreateAclsResponse(
         results=tuple(
             ca.AclCreationResult(error_code=ErrorCode.NONE)
@@ -91,7 +110,7 @@ def create_acls(ctx: RequestContext, req: ca.CreateAclsRequest) -> ca.CreateAcls
     )
 
 
-def delete_acls(ctx: RequestContext, req: da.DeleteAclsRequest) -> da.DeleteAclsResponse:
+def delete_acls(ctx: RequestContext, req: da.DeleteAclsRequest) -> Any:
     access = ctx.services.access
     if not access.enabled or not _cluster(ctx, ALTER):
         code = ErrorCode.SECURITY_DISABLED if not access.enabled else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -110,7 +129,20 @@ def delete_acls(ctx: RequestContext, req: da.DeleteAclsRequest) -> da.DeleteAcls
         )
         for f in req.filters
     ]
-    matched = access.delete_acls(filters)
+    return asyncio.ensure_future(_delete(ctx, filters))
+
+
+async def _delete(ctx: RequestContext, filters: list[AclFilter]) -> da.DeleteAclsResponse:
+    try:
+        matched = await ctx.services.access.delete_acls(filters)
+    except Exception as e:  # the store could not make the deletion durable: nothing was deleted
+        log.warning("DeleteAcls not stored", error=repr(e))
+        return da.DeleteAclsResponse(
+            filter_results=tuple(
+                da.DeleteAclsFilterResult(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(e))
+                for _ in filters
+            )
+        )
     return da.DeleteAclsResponse(
         filter_results=tuple(
             da.DeleteAclsFilterResult(

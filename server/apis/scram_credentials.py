@@ -5,12 +5,17 @@ allowed without an authorizer). Describing a user without credentials is RESOURC
 twice DUPLICATE_RESOURCE. An alteration of a user is all or nothing: an unknown mechanism is
 UNSUPPORTED_SASL_MECHANISM, iterations outside 4096-16384 or an empty name, salt or salted password
 UNACCEPTABLE_CREDENTIAL, deleting a credential that does not exist RESOURCE_NOT_FOUND, the same user and
-mechanism twice DUPLICATE_RESOURCE. Changes are stored durably before the answer.
+mechanism twice DUPLICATE_RESOURCE. Changes are stored durably before the answer (in cluster mode in
+PostgreSQL, seen by every node); when they cannot be stored, every user's result is UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
+from typing import Any
+
+import structlog
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import alter_user_scram_credentials as al
@@ -20,6 +25,7 @@ from groupcoord.server.security.authorizer import ALTER, CLUSTER, CLUSTER_NAME, 
 from groupcoord.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS
 
 MECHANISM_NAMES = {v: k for k, v in MECHANISM_IDS.items()}
+log = structlog.get_logger("groupcoord.scram")
 
 
 def _cluster(ctx: RequestContext, operation: int) -> bool:
@@ -62,9 +68,7 @@ def describe_user_scram_credentials(
     return ds.DescribeUserScramCredentialsResponse(error_code=ErrorCode.NONE, results=tuple(results))
 
 
-def alter_user_scram_credentials(
-    ctx: RequestContext, req: al.AlterUserScramCredentialsRequest
-) -> al.AlterUserScramCredentialsResponse:
+def alter_user_scram_credentials(ctx: RequestContext, req: al.AlterUserScramCredentialsRequest) -> Any:
     users = list(dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions]))
     if not _cluster(ctx, ALTER):
         return al.AlterUserScramCredentialsResponse(
@@ -108,14 +112,28 @@ def alter_user_scram_credentials(
             fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
         if not u.salt or not u.salted_password:
             fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
-    access.alter_scram(
-        [(d.name, MECHANISM_NAMES[d.mechanism]) for d in req.deletions if d.name not in errors],
-        [
-            (u.name, MECHANISM_NAMES[u.mechanism], u.iterations, u.salt, u.salted_password)
-            for u in req.upsertions
-            if u.name not in errors
-        ],
-    )
+    deletions = [(d.name, MECHANISM_NAMES[d.mechanism]) for d in req.deletions if d.name not in errors]
+    upsertions = [
+        (u.name, MECHANISM_NAMES[u.mechanism], u.iterations, u.salt, u.salted_password)
+        for u in req.upsertions
+        if u.name not in errors
+    ]
+    return asyncio.ensure_future(_alter(ctx, users, errors, deletions, upsertions))
+
+
+async def _alter(
+    ctx: RequestContext,
+    users: list[str],
+    errors: dict[str, tuple[int, str]],
+    deletions: list[tuple[str, str]],
+    upsertions: list[tuple[str, str, int, bytes, bytes]],
+) -> al.AlterUserScramCredentialsResponse:
+    try:
+        await ctx.services.access.alter_scram(deletions, upsertions)
+    except Exception as e:  # the store could not make them durable: nothing changed
+        log.warning("AlterUserScramCredentials not stored", error=repr(e))
+        for u in users:
+            errors.setdefault(u, (ErrorCode.UNKNOWN_SERVER_ERROR, str(e)))
     return al.AlterUserScramCredentialsResponse(
         results=tuple(
             al.AlterUserScramCredentialsResult(

@@ -16,13 +16,14 @@ import structlog
 from groupcoord.server.config import ServerConfig
 from groupcoord.server.net.listeners import Listener
 from groupcoord.server.security.authorizer import AclBinding, AclFilter, Authorizer, binding_problem
+from groupcoord.server.security.cluster_store import ClusterSecurityStore, merge_node_file
 from groupcoord.server.security.gate import SaslGate
 from groupcoord.server.security.inter_broker import InterBrokerClient
 from groupcoord.server.security.inter_broker import check_problems as check_inter_broker
 from groupcoord.server.security.plain import users_from_jaas
 from groupcoord.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from groupcoord.server.security.scram import ScramCredential, credential_from_salted, new_credential
-from groupcoord.server.security.store import SecurityStore
+from groupcoord.server.security.store import AclAndCredentialStore, SecurityStore
 from groupcoord.server.security.tls import TlsSettings, principal_from_peercert, server_context
 
 log = structlog.get_logger("groupcoord.security")
@@ -85,7 +86,12 @@ class Security:
     def __init__(self, cfg: ServerConfig) -> None:
         self.config = cfg
         memory = cfg.storage == "memory"
-        self.store = SecurityStore(None if memory else cfg.data_dir / "security.json")
+        #: ACLs and SCRAM credentials: the cluster's in PostgreSQL under `--cluster`, else security.json
+        self.store: AclAndCredentialStore = (
+            ClusterSecurityStore(cfg.cluster)
+            if cfg.cluster
+            else SecurityStore(None if memory else cfg.data_dir / "security.json")
+        )
         self.mechanisms = tuple(m.strip() for m in cfg.sasl_enabled_mechanisms.split(",") if m.strip())
         self.plain_users = users_from_jaas(jaas_config(cfg))
         #: keys the stand-in SCRAM salt of unknown users (server.security.scram); per process
@@ -97,16 +103,30 @@ class Security:
             supers = frozenset(p.strip() for p in (cfg.super_users or "").split(";") if p.strip())
             self.authorizer = Authorizer(supers, cfg.allow_everyone_if_no_acl_found)
 
-    def open(self) -> None:
-        """Read the stored credentials, add `--add-scram` users (durably), build the TLS contexts."""
-        self.store.load()
-        if self.authorizer is not None:
-            self.authorizer.bindings = [AclBinding.from_json(row) for row in self.store.extra.get("acls", [])]
+    async def open(self) -> None:
+        """Read the stored credentials and ACLs (and follow their changes), add `--add-scram` users
+        (durably)."""
+        self.store.on_change = self._adopt_acls
+        await self.store.open()
+        if isinstance(self.store, ClusterSecurityStore) and self.config.storage != "memory":
+            await merge_node_file(self.store, self.config.data_dir / "security.json")
         added = add_scram_text(self.config)
         if added:
-            for mech, user, password, iterations in parse_add_scram(added):
-                self.store.set_credential(user, mech, new_credential(mech, password, iterations))
-            self.store.save()
+            await self.store.alter_scram(
+                [],
+                [
+                    (user, mech, new_credential(mech, password, iterations))
+                    for mech, user, password, iterations in parse_add_scram(added)
+                ],
+            )
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    def _adopt_acls(self) -> None:
+        """The store's view changed (a write here, or at another node of the cluster)."""
+        if self.authorizer is not None:
+            self.authorizer.bindings = list(self.store.acls)
 
     def ssl_context(self, listener: Listener) -> ssl.SSLContext | None:
         if not listener.is_ssl:
@@ -152,51 +172,42 @@ class Security:
     def is_super_user(self, principal: str) -> bool:
         return self.authorizer is None or principal in self.authorizer.super_users
 
-    def _save_acls(self) -> None:
-        assert self.authorizer is not None
-        self.store.extra["acls"] = [b.to_json() for b in self.authorizer.bindings]
-        self.store.save()
-
-    def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
-        """Add the valid bindings (durably, before the answer); per binding None or why it was refused."""
+    async def create_acls(self, bindings: list[AclBinding]) -> list[str | None]:
+        """Add the valid bindings (durably, before the answer); per binding None or why it was refused.
+        Raises SecurityStoreError when they could not be stored."""
         assert self.authorizer is not None
         results = [binding_problem(b) for b in bindings]
-        for b, problem in zip(bindings, results, strict=True):
-            if problem is None and b not in self.authorizer.bindings:
-                self.authorizer.bindings.append(b)
-        self._save_acls()
+        await self.store.add_acls([b for b, p in zip(bindings, results, strict=True) if p is None])
         return results
 
     def describe_acls(self, flt: AclFilter) -> list[AclBinding]:
         assert self.authorizer is not None
         return [b for b in self.authorizer.bindings if flt.matches(b)]
 
-    def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+    async def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """Per filter the bindings it matched and that are now deleted (durably, before the answer)."""
         assert self.authorizer is not None
-        out = [[b for b in self.authorizer.bindings if f.matches(b)] for f in filters]
-        gone = {b for matched in out for b in matched}
-        if gone:
-            self.authorizer.bindings = [b for b in self.authorizer.bindings if b not in gone]
-            self._save_acls()
-        return out
+        return await self.store.delete_acls(filters)
 
     def scram_users(self) -> dict[str, dict[str, int]]:
         """user -> mechanism -> iterations (DescribeUserScramCredentials shows no more than that)."""
         return {u: {m: c.iterations for m, c in mechs.items()} for u, mechs in self.store.scram.items()}
 
-    def alter_scram(
+    async def alter_scram(
         self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, int, bytes, bytes]]
     ) -> None:
-        """Apply checked changes and store them before the answer (persist, then reply)."""
-        for user, mech in deletions:
-            self.store.delete_credential(user, mech)
-        for user, mech, iterations, salt, salted in upsertions:
-            self.store.set_credential(user, mech, credential_from_salted(mech, salted, salt, iterations))
-        if deletions or upsertions:
-            self.store.save()
+        """Apply checked changes and store them before the answer (persist, then reply). Only the salted
+        credential is kept (Kafka's ScramCredential), never a password."""
+        await self.store.alter_scram(
+            deletions,
+            [
+                (user, mech, credential_from_salted(mech, salted, salt, iterations))
+                for user, mech, iterations, salt, salted in upsertions
+            ],
+        )
 
     def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
-        return self.store.credential(user, mechanism)
+        return self.store.scram.get(user, {}).get(mechanism)
 
     def connection_made(self, conn: SecuredPeer) -> SaslGate | None:
         """Principal from the client certificate (SSL listeners); a SASL gate on SASL listeners."""

@@ -171,6 +171,39 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX share_partition_state_by_group ON share_partition_state (group_id);
         """,
     ),
+    (
+        9,
+        """
+        -- cluster mode: ACL bindings and SCRAM credentials are the cluster's (server/security/cluster_store.py),
+        -- as Kafka keeps them in its metadata log. Credentials as Kafka stores them: salted, never passwords
+        CREATE TABLE acl_bindings (
+            seq           BIGSERIAL NOT NULL,      -- creation order (DescribeAcls answers in it)
+            resource_type INTEGER NOT NULL,
+            resource_name TEXT    NOT NULL,
+            pattern_type  INTEGER NOT NULL,
+            principal     TEXT    NOT NULL,
+            host          TEXT    NOT NULL,
+            operation     INTEGER NOT NULL,
+            permission    INTEGER NOT NULL,
+            PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation, permission)
+        );
+        CREATE TABLE scram_credentials (
+            user_name  TEXT    NOT NULL,
+            mechanism  TEXT    NOT NULL,          -- SCRAM-SHA-256 or SCRAM-SHA-512
+            salt       BYTEA   NOT NULL,
+            stored_key BYTEA   NOT NULL,
+            server_key BYTEA   NOT NULL,
+            iterations INTEGER NOT NULL,
+            PRIMARY KEY (user_name, mechanism)
+        );
+        -- bumped by every change (its row lock orders the writers); nodes re-read when it moved
+        CREATE TABLE security_version (
+            id      INTEGER PRIMARY KEY CHECK (id = 1),
+            version BIGINT  NOT NULL
+        );
+        INSERT INTO security_version VALUES (1, 0);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
