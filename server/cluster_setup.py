@@ -13,12 +13,14 @@ from typing import Protocol
 
 from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
+from groupcoord.server.cluster.group_configs import ClusterGroupConfigs
 from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.markers import Connect, MarkerRouter
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.cluster.share_state import ClusterShareState
 from groupcoord.server.config import ServerConfig
+from groupcoord.server.configs.manager import ConfigManager
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.net.listeners import Listener
@@ -36,6 +38,7 @@ class Broker(Protocol):
     """What of the broker (server/broker.py) this wiring reads and sets."""
 
     config: ServerConfig
+    configs: ConfigManager | None
     store: StateStore | None
     logs: LogManager | None
     machine: GroupCoordinatorShard | None
@@ -96,6 +99,7 @@ async def join_cluster(broker: Broker) -> None:
         handover_per_tick=cfg.cluster_handover_per_tick,
     )
     broker.store.fence = broker.cluster
+    await _cluster_group_configs(broker, broker.store, broker.cluster)
     if broker.cluster.partitions is not None and broker.share_state is not None:
         broker.cluster.partitions.on_dropped = _drop_share_states(broker.share, logs)
     if isinstance(logs, ClusterLog):
@@ -108,6 +112,20 @@ async def join_cluster(broker: Broker) -> None:
     if isinstance(logs, ClusterLog):
         assert broker.txn is not None
         broker.txn.start()
+
+
+async def _cluster_group_configs(broker: Broker, store: PostgresStateStore, node: ClusterNode) -> None:
+    """Group configs are the cluster's (server/cluster/group_configs.py): written to PostgreSQL, read before
+    this node takes any shard or partition and again at every lease tick; this node's configs.json keeps
+    only broker configs (its groups' are replaced by the cluster's)."""
+    configs = broker.configs
+    assert configs is not None
+    shared = ClusterGroupConfigs(lambda: store.pool)
+    shared.on_groups = configs.adopt_groups
+    async with store.pool.acquire() as conn:
+        await shared.refresh(conn)
+    configs.group_writer = shared.write
+    node.refreshes.append(shared.refresh)
 
 
 def _drop_share_states(

@@ -160,6 +160,9 @@ class ConfigManager:
         #: cluster mode: topic overrides live in the shared topic registry (PostgreSQL); `set_topic` writes
         #: them there (OSError on failure) instead of this node's configs.json, and `adopt_topics` takes them
         self.topic_writer: Callable[[str, str, dict[str, str]], Awaitable[None]] | None = None
+        #: cluster mode: group overrides are the cluster's (PostgreSQL, server/cluster/group_configs.py);
+        #: `set_group` writes them there (OSError on failure), `adopt_groups` takes the table's
+        self.group_writer: Callable[[str, dict[str, str]], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -250,12 +253,32 @@ class ConfigManager:
 
     async def set_group(self, group_id: str, overrides: Mapping[str, str]) -> None:
         """Replace a group's configs (already validated): write, then tell the groups."""
+        if self.group_writer is not None:
+            await self.group_writer(group_id, dict(overrides))
+            self._set_group(group_id, overrides)
+            return
         before = dataclasses.replace(self.state, groups=dict(self.state.groups))
         if overrides:
             self.state.groups[group_id] = dict(overrides)
         else:
             self.state.groups.pop(group_id, None)
         await self._persist(before)
+        if self.on_group_changed is not None:
+            self.on_group_changed(group_id, dict(overrides))
+
+    def adopt_groups(self, groups: Mapping[str, Mapping[str, str]]) -> None:
+        """Cluster mode: the cluster's group overrides (group id -> overrides) replace this node's; the groups
+        whose overrides changed (or went) are told."""
+        for group_id in set(groups) | set(self.state.groups):
+            wanted = dict(groups.get(group_id, {}))
+            if wanted != self.state.groups.get(group_id, {}):
+                self._set_group(group_id, wanted)
+
+    def _set_group(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        if overrides:
+            self.state.groups[group_id] = dict(overrides)
+        else:
+            self.state.groups.pop(group_id, None)
         if self.on_group_changed is not None:
             self.on_group_changed(group_id, dict(overrides))
 

@@ -171,6 +171,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX share_partition_state_by_group ON share_partition_state (group_id);
         """,
     ),
+    (
+        9,
+        """
+        -- cluster mode's group configs (GROUP config resources: `consumer.*`, `share.*`), the cluster's as in
+        -- Kafka's metadata log: written by whichever node answers the IncrementalAlterConfigs, read by every
+        -- node at start and at each lease tick (server/cluster/group_configs.py); a group without overrides
+        -- has no row
+        CREATE TABLE group_configs (
+            group_id TEXT PRIMARY KEY,
+            configs  TEXT NOT NULL             -- JSON object: config name -> value
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
