@@ -68,6 +68,23 @@ def share_home(broker: Broker) -> ClusterShareState | None:
     return broker.share_state
 
 
+def share_configs(logs: ClusterLog, configs: ConfigManager, store: StateStore | None) -> None:
+    """Cluster mode, before the listeners open: topic overrides are written to the shared registry and every
+    node adopts the registry's at each read of it (every lease tick), so DescribeConfigs and the retention and
+    compaction settings are the same on every node; group configs are changed in PostgreSQL
+    (server/cluster/group_configs.py; `join_cluster` reads them before any shard or partition is taken and
+    at every tick). This node's configs.json keeps only broker configs."""
+    configs.topic_writer = logs.set_topic_configs
+    logs.on_topics = lambda topics: configs.adopt_topics(
+        {name: (str(info.topic_id), dict(info.configs)) for name, info in topics.items()}
+    )
+    logs.on_topics(logs.topics())
+    assert isinstance(store, PostgresStateStore)
+    shared = ClusterGroupConfigs(lambda: store.pool)
+    shared.on_groups = configs.adopt_groups
+    configs.shared_groups = shared
+
+
 async def join_cluster(broker: Broker) -> None:
     """Take this node's share of the shards and partitions; nothing is loaded up front (each shard is loaded
     when this node takes its lease, each partition's share states at its first share request)."""
@@ -115,16 +132,13 @@ async def join_cluster(broker: Broker) -> None:
 
 
 async def _cluster_group_configs(broker: Broker, store: PostgresStateStore, node: ClusterNode) -> None:
-    """Group configs are the cluster's (server/cluster/group_configs.py): written to PostgreSQL, read before
-    this node takes any shard or partition and again at every lease tick; this node's configs.json keeps
-    only broker configs (its groups' are replaced by the cluster's)."""
-    configs = broker.configs
-    assert configs is not None
-    shared = ClusterGroupConfigs(lambda: store.pool)
-    shared.on_groups = configs.adopt_groups
+    """The cluster's group configs (wired by `share_configs`): read now, before this node takes any shard or
+    partition, then at every lease tick."""
+    assert broker.configs is not None
+    shared = broker.configs.shared_groups
+    assert isinstance(shared, ClusterGroupConfigs)
     async with store.pool.acquire() as conn:
         await shared.refresh(conn)
-    configs.group_writer = shared.write
     node.refreshes.append(shared.refresh)
 
 
