@@ -182,3 +182,46 @@ async def test_group_configs_set_at_one_node_apply_at_every_node(server_factory,
             lambda node=node: group_values(node, cg)["consumer.heartbeat.interval.ms"],
             lambda got: got == ("5000", 5),
         )
+
+
+async def test_changes_at_different_nodes_all_stay(server_factory, pg_url: str) -> None:  # type: ignore[no-untyped-def]
+    """Each change applies its operations to the cluster's current overrides, not to what the answering
+    node last adopted: changes of one group sent to different nodes one right after the other (within a lease
+    tick), and at the same moment from threads, all stay."""
+    nodes = start_nodes(server_factory, pg_url, 2)
+    one, two = nodes[1], nodes[2]
+    keys = [
+        ("consumer.heartbeat.interval.ms", "6000"),
+        ("share.record.lock.duration.ms", "20000"),
+        ("share.auto.offset.reset", "earliest"),
+        ("share.isolation.level", "read_committed"),
+    ]
+    for i, (name, value) in enumerate(keys):
+        node = one if i % 2 == 0 else two
+        r = ask(node, lambda c, name=name, value=value: alter(c, "seq", (name, SET, value)))
+        assert r.error_code == 0, r.error_message
+
+    def alter_in_thread(node: ServerProcess, group: str, name: str, value: str) -> int:
+        return ask(node, lambda c: alter(c, group, (name, SET, value))).error_code
+
+    groups = [f"race{i}" for i in range(10)]
+    answers = await asyncio.gather(
+        *(
+            asyncio.to_thread(alter_in_thread, node, g, name, value)
+            for g in groups
+            for node, (name, value) in ((one, keys[0]), (two, keys[1]))
+        )
+    )
+    assert answers == [0] * len(answers)
+    for n, node in nodes.items():
+        await until(
+            f"node {n} describing seq",
+            lambda node=node: {k: group_values(node, "seq")[k] for k, _ in keys},
+            lambda got: got == {k: (v, 8) for k, v in keys},
+        )
+        for g in groups:
+            await until(
+                f"node {n} describing {g}",
+                lambda node=node, g=g: {k: group_values(node, g)[k] for k, _ in keys[:2]},
+                lambda got: got == {k: (v, 8) for k, v in keys[:2]},
+            )
