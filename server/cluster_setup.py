@@ -1,5 +1,6 @@
 """Cluster mode's wiring (`--cluster`, docs/cluster.md), apart from server/broker.py so that each stays
-readable: the node's shard and partition leases, transactions across nodes, and share groups.
+readable: the node's shard and partition leases, transactions across nodes, share groups, and the configs
+that are the cluster's (topic overrides in the registry, group configs in `group_configs`).
 
 Share groups: their membership (ShareGroupHeartbeat/Describe) lives with the group's shard like every group;
 their share-partition state is served by each topic partition's leader (`ClusterShareState`, the share
