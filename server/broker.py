@@ -41,7 +41,7 @@ from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
 from groupcoord.server.cluster.markers import MarkerRouter
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.cluster.share_state import ClusterShareState
-from groupcoord.server.cluster_setup import join_cluster, share_home
+from groupcoord.server.cluster_setup import join_cluster, share_configs, share_home
 from groupcoord.server.config import POSTGRES_SCHEMES, ServerConfig
 from groupcoord.server.configs.manager import ConfigManager, static_broker_values
 from groupcoord.server.console import Console
@@ -251,8 +251,8 @@ class Broker:
         self.configs.load_topics(
             {name: (str(info.topic_id), dict(info.configs)) for name, info in self.logs.topics().items()}
         )
-        if isinstance(self.logs, ClusterLog):  # topic overrides shared through the registry in PostgreSQL
-            self._share_topic_configs(self.logs, self.configs)
+        if isinstance(self.logs, ClusterLog):  # topic and group configs are the cluster's (PostgreSQL)
+            share_configs(self.logs, self.configs, self.store)
         self.topics.on_created = self._topic_created
         for name, partitions in cfg.topics:
             if self.topics.get(name) is None:
@@ -347,17 +347,6 @@ class Broker:
 
             self._control = Control(self)
         return self._control
-
-    @staticmethod
-    def _share_topic_configs(logs: ClusterLog, configs: ConfigManager) -> None:
-        """Cluster mode: topic overrides are written to the shared registry and every node adopts the
-        registry's at each read of it (every lease tick), so DescribeConfigs and the retention and compaction
-        settings are the same on every node; this node's configs.json keeps only broker configs."""
-        configs.topic_writer = logs.set_topic_configs
-        logs.on_topics = lambda topics: configs.adopt_topics(
-            {name: (str(info.topic_id), dict(info.configs)) for name, info in topics.items()}
-        )
-        logs.on_topics(logs.topics())
 
     def _apply_log_config(self, topic: str, config: LogConfig) -> None:
         """Hand a topic's effective settings to the log engine (`LogManager.set_log_config`, the log room's side

@@ -1,5 +1,6 @@
 """Cluster mode's wiring (`--cluster`, docs/cluster.md), apart from server/broker.py so that each stays
-readable: the node's shard and partition leases, transactions across nodes, and share groups.
+readable: the node's shard and partition leases, transactions across nodes, share groups, and the configs
+that are the cluster's (topic overrides in the registry, group configs in `group_configs`).
 
 Share groups: their membership (ShareGroupHeartbeat/Describe) lives with the group's shard like every group;
 their share-partition state is served by each topic partition's leader (`ClusterShareState`, the share
@@ -13,12 +14,14 @@ from typing import Protocol
 
 from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
+from groupcoord.server.cluster.group_configs import ClusterGroupConfigs
 from groupcoord.server.cluster.leases import NodeInfo
 from groupcoord.server.cluster.markers import Connect, MarkerRouter
 from groupcoord.server.cluster.node import ClusterNode
 from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.cluster.share_state import ClusterShareState
 from groupcoord.server.config import ServerConfig
+from groupcoord.server.configs.manager import ConfigManager
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.net.listeners import Listener
@@ -36,6 +39,7 @@ class Broker(Protocol):
     """What of the broker (server/broker.py) this wiring reads and sets."""
 
     config: ServerConfig
+    configs: ConfigManager | None
     store: StateStore | None
     logs: LogManager | None
     machine: GroupCoordinatorShard | None
@@ -63,6 +67,23 @@ def share_home(broker: Broker) -> ClusterShareState | None:
         return None
     broker.share_state = ClusterShareState(broker.logs, cfg.node_id, cfg.cluster)
     return broker.share_state
+
+
+def share_configs(logs: ClusterLog, configs: ConfigManager, store: StateStore | None) -> None:
+    """Cluster mode, before the listeners open: topic overrides are written to the shared registry and every
+    node adopts the registry's at each read of it (every lease tick), so DescribeConfigs and the retention and
+    compaction settings are the same on every node; group configs are changed in PostgreSQL
+    (server/cluster/group_configs.py; `join_cluster` reads them before any shard or partition is taken and
+    at every tick). This node's configs.json keeps only broker configs."""
+    configs.topic_writer = logs.set_topic_configs
+    logs.on_topics = lambda topics: configs.adopt_topics(
+        {name: (str(info.topic_id), dict(info.configs)) for name, info in topics.items()}
+    )
+    logs.on_topics(logs.topics())
+    assert isinstance(store, PostgresStateStore)
+    shared = ClusterGroupConfigs(lambda: store.pool)
+    shared.on_groups = configs.adopt_groups
+    configs.shared_groups = shared
 
 
 async def join_cluster(broker: Broker) -> None:
@@ -96,6 +117,7 @@ async def join_cluster(broker: Broker) -> None:
         handover_per_tick=cfg.cluster_handover_per_tick,
     )
     broker.store.fence = broker.cluster
+    await _cluster_group_configs(broker, broker.store, broker.cluster)
     if broker.cluster.partitions is not None and broker.share_state is not None:
         broker.cluster.partitions.on_dropped = _drop_share_states(broker.share, logs)
     if isinstance(logs, ClusterLog):
@@ -108,6 +130,17 @@ async def join_cluster(broker: Broker) -> None:
     if isinstance(logs, ClusterLog):
         assert broker.txn is not None
         broker.txn.start()
+
+
+async def _cluster_group_configs(broker: Broker, store: PostgresStateStore, node: ClusterNode) -> None:
+    """The cluster's group configs (wired by `share_configs`): read now, before this node takes any shard or
+    partition, then at every lease tick."""
+    assert broker.configs is not None
+    shared = broker.configs.shared_groups
+    assert isinstance(shared, ClusterGroupConfigs)
+    async with store.pool.acquire() as conn:
+        await shared.refresh(conn)
+    node.refreshes.append(shared.refresh)
 
 
 def _drop_share_states(

@@ -5,7 +5,8 @@
 A group's configs may be set whether or not the group exists (as in Kafka); an empty name is refused with
 INVALID_REQUEST ("Group name must not be empty" on describe, "Default group resources are not allowed." on
 alter); a bad name or value is INVALID_CONFIG with Kafka's message. A change answers NONE once it is in
-`configs.json`; the broker then hands it to the group coordinator and the share partitions.
+`configs.json` (in cluster mode: PostgreSQL, read and written in one transaction); the broker then hands it to
+the group coordinator and the share partitions.
 
 Uses of the server (`ctx.services`): `ctx.services.configs` (the ConfigManager), `ctx.services.config`
 (the broker values the group configs override).
@@ -66,16 +67,24 @@ async def alter_group(ctx: RequestContext, name: str, change: Any, validate_only
     if not name:
         return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
     configs: ConfigManager = ctx.services.configs
-    wanted = change(configs.group_overrides(name))
-    if isinstance(wanted, tuple):
-        return wanted
-    problem = check_group_configs(wanted, group_bounds(ctx.services.config))
-    if problem is not None:
-        return ErrorCode.INVALID_CONFIG, problem
-    if validate_only:
-        return OK
+    outcome: Refusal = OK
+
+    def decide(current: dict[str, str]) -> dict[str, str] | None:
+        """The change applied to the group's current overrides (the cluster's in cluster mode)."""
+        nonlocal outcome
+        outcome = OK  # called again when the cluster's row changed under it
+        wanted = change(current)
+        if isinstance(wanted, tuple):
+            outcome = wanted
+            return None
+        problem = check_group_configs(wanted, group_bounds(ctx.services.config))
+        if problem is not None:
+            outcome = (ErrorCode.INVALID_CONFIG, problem)
+            return None
+        return None if validate_only else dict(wanted)
+
     try:
-        await configs.set_group(name, wanted)
+        await configs.update_group(name, decide)
     except OSError as exc:
         return ErrorCode.UNKNOWN_SERVER_ERROR, f"could not write the configs: {exc.strerror}"
-    return OK
+    return outcome

@@ -10,7 +10,8 @@ Every `tick` (ttl/10, 500 ms by default) one connection of the store's pool:
    highest-numbered ones when it has more, at most `handover_per_tick` per tick (a planned handover at a
    measured pace: a node joining or restarting gets its share over a few ticks, each moved shard's groups
    answering NOT_COORDINATOR once rather than all at once),
-4. refreshes the shard -> owner map FindCoordinator answers from.
+4. refreshes the shard -> owner map FindCoordinator answers from, then the shared state in `refreshes` (the
+   cluster's group configs).
 
 Self-fencing: a lease renewed by a statement sent at local time t expires no earlier than t + ttl on the
 database clock, so this node serves its shards only until t + 0.9 ttl by its own monotonic clock; past that
@@ -26,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 import asyncpg
 import structlog
@@ -91,6 +92,9 @@ class ClusterNode:
         #: transactional ids' records of shards taken, and the shards given up
         self.on_txns_loaded: Callable[[list[TxnRecord]], None] = lambda records: None
         self.on_txns_dropped: Callable[[set[int]], None] = lambda shards: None
+        #: shared state every node re-reads at each tick on the tick's connection, after the leases (the
+        #: cluster's group configs, server/cluster/group_configs.py)
+        self.refreshes: list[Callable[[asyncpg.Connection], Awaitable[None]]] = []
 
     # -- WriteFence (storage) and ShardRouting (handlers)
 
@@ -208,6 +212,8 @@ class ClusterNode:
             self._owners = {s: n for s, (n, _) in self._leased.items()}
             if self.partitions is not None:
                 await self.partitions.tick(conn, started, len(self._live))
+            for refresh in self.refreshes:
+                await refresh(conn)
 
     def _take(self, got: dict[int, int]) -> None:
         self.held.update(got)

@@ -13,6 +13,7 @@ import copy
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.configs import store
@@ -23,6 +24,19 @@ from groupcoord.server.configs.types import ConfigDef, ConfigError, ConfigType, 
 from groupcoord.server.log.config import LogConfig
 
 Refusal = tuple[ErrorCode, str]
+#: given a group's current overrides, the ones to write (None: write nothing)
+Decide = Callable[[dict[str, str]], "dict[str, str] | None"]
+
+
+class SharedGroupConfigs(Protocol):
+    """Cluster mode: where the cluster's group configs live (server/cluster/group_configs.py)."""
+
+    async def update(self, group_id: str, decide: Decide) -> dict[str, str] | None:
+        """Read the group's overrides, `decide`, write what it returns, atomically over the cluster; the
+        overrides written (None: nothing written). OSError on failure."""
+        ...
+
+
 #: IncrementalAlterConfigs operations (`AlterConfigOp.OpType`)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 #: what Kafka stores for `__consumer_offsets` (`GroupCoordinator.offsetsTopicConfigs`, defaults)
@@ -160,6 +174,9 @@ class ConfigManager:
         #: cluster mode: topic overrides live in the shared topic registry (PostgreSQL); `set_topic` writes
         #: them there (OSError on failure) instead of this node's configs.json, and `adopt_topics` takes them
         self.topic_writer: Callable[[str, str, dict[str, str]], Awaitable[None]] | None = None
+        #: cluster mode: group overrides are the cluster's (PostgreSQL, server/cluster/group_configs.py);
+        #: `update_group` changes them there, `adopt_groups` takes the table's at every lease tick
+        self.shared_groups: SharedGroupConfigs | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -256,6 +273,36 @@ class ConfigManager:
         else:
             self.state.groups.pop(group_id, None)
         await self._persist(before)
+        if self.on_group_changed is not None:
+            self.on_group_changed(group_id, dict(overrides))
+
+    async def update_group(self, group_id: str, decide: Decide) -> None:
+        """A change of a group's configs: `decide` (validation included) sees the current overrides and names
+        the new ones (None: no change, e.g. refused or validate-only); they are written, then the groups are
+        told. In cluster mode the current ones are the cluster's, read and written in one transaction, so
+        two nodes changing one group at once cannot lose either change. OSError on a failed write."""
+        if self.shared_groups is None:
+            wanted = decide(self.group_overrides(group_id))
+            if wanted is not None:
+                await self.set_group(group_id, wanted)
+            return
+        wanted = await self.shared_groups.update(group_id, decide)
+        if wanted is not None:
+            self._set_group(group_id, wanted)
+
+    def adopt_groups(self, groups: Mapping[str, Mapping[str, str]]) -> None:
+        """Cluster mode: the cluster's group overrides (group id -> overrides) replace this node's; the groups
+        whose overrides changed (or went) are told."""
+        for group_id in set(groups) | set(self.state.groups):
+            wanted = dict(groups.get(group_id, {}))
+            if wanted != self.state.groups.get(group_id, {}):
+                self._set_group(group_id, wanted)
+
+    def _set_group(self, group_id: str, overrides: Mapping[str, str]) -> None:
+        if overrides:
+            self.state.groups[group_id] = dict(overrides)
+        else:
+            self.state.groups.pop(group_id, None)
         if self.on_group_changed is not None:
             self.on_group_changed(group_id, dict(overrides))
 

@@ -204,6 +204,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         INSERT INTO security_version VALUES (1, 0);
         """,
     ),
+    (
+        10,
+        """
+        -- cluster mode's group configs (GROUP config resources: `consumer.*`, `share.*`), the cluster's as in
+        -- Kafka's metadata log: written by whichever node answers the IncrementalAlterConfigs, read by every
+        -- node at start and at each lease tick (server/cluster/group_configs.py); a group without overrides
+        -- has no row
+        CREATE TABLE group_configs (
+            group_id TEXT PRIMARY KEY,
+            configs  TEXT NOT NULL             -- JSON object: config name -> value
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -150,3 +150,22 @@ def test_configs_survive_a_new_manager_and_follow_topic_ids(tmp_path: Path) -> N
     assert applied["gone-and-back"] == LogConfig(retention_ms=3_600_000)
     # the same name with another id (deleted and created again) starts from the defaults
     assert again.topic_overrides("t", "id-2") == {}
+
+
+def test_adopted_group_configs_tell_only_the_groups_that_changed(tmp_path: Path) -> None:
+    """Cluster mode's lease tick hands every group's overrides to `adopt_groups`: the groups whose overrides
+    changed (or went) are told, the others not, and configs.json is not written."""
+    path = tmp_path / "configs.json"
+    cm = ConfigManager(path, {}, 0, lambda name, cfg: None)
+    told: list[tuple[str, dict[str, str]]] = []
+    cm.on_group_changed = lambda g, cfg: told.append((g, dict(cfg)))
+    cm.adopt_groups(
+        {"a": {"share.isolation.level": "read_committed"}, "b": {"consumer.heartbeat.interval.ms": "6000"}}
+    )
+    assert sorted(told) == [
+        ("a", {"share.isolation.level": "read_committed"}),
+        ("b", {"consumer.heartbeat.interval.ms": "6000"}),
+    ]
+    told.clear()
+    cm.adopt_groups({"a": {"share.isolation.level": "read_committed"}})
+    assert told == [("b", {})] and cm.group_overrides("b") == {} and not path.exists()
