@@ -28,6 +28,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import OffsetAndMetadata
 
+from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.integration.helpers import RawClient
 
@@ -191,8 +192,27 @@ async def test_every_node_serves_every_acknowledged_record_and_the_same_metadata
         await reader.stop()
 
 
+def _txn_id_coordinated_elsewhere(prefix: str, leaders: set[int], timeout: float = 90) -> str:
+    """A transactional id whose coordinator (FindCoordinator, key type 1) is not the only leader in
+    `leaders`: some of the transaction's markers then go to another node."""
+    host, port = _addresses()[0]
+    candidates = tuple(f"{prefix}-tx-{i}" for i in range(32))
+    deadline = time.monotonic() + timeout
+    while True:
+        c = RawClient(host, port)
+        try:
+            found = c.request(10, 4, FindCoordinatorRequest(key_type=1, coordinator_keys=candidates))
+        finally:
+            c.close()
+        for co in found.coordinators:
+            if co.error_code == 0 and leaders - {co.node_id}:
+                return co.key
+        assert time.monotonic() < deadline, f"no transactional id coordinated away from {leaders}"
+        time.sleep(0.5)
+
+
 @pytest.mark.skipif(PHASE != "cluster-check", reason="compose phase: run by docker/test-compose-cluster.sh")
-async def test_a_transaction_over_every_node_commits_and_an_aborted_one_stays_hidden() -> None:
+async def test_a_transaction_across_nodes_commits_and_an_aborted_one_stays_hidden() -> None:
     """Markers of partitions led by another node than the transaction's coordinator travel between the
     containers over the INTERNAL listener (inter.broker.listener.name): with a node advertising 127.0.0.1
     there, the marker would go back into the sender's own container and the commit would fail."""
@@ -205,10 +225,12 @@ async def test_a_transaction_over_every_node_commits_and_an_aborted_one_stays_hi
     finally:
         await admin.close()
     leaders = await asyncio.to_thread(_same_view_everywhere, topic, set(live))
-    assert len({leader for leader, _ in leaders.values()}) > 1, f"one node leads every partition: {leaders}"
-    producer = AIOKafkaProducer(
-        bootstrap_servers=BOOTSTRAP, transactional_id=f"{topic}-tx", request_timeout_ms=30000
+    # a new topic's partitions may all land on one node (each node aims at its share of every partition):
+    # pick a transactional id whose coordinator leads none or only some of them, so markers are forwarded
+    tid = await asyncio.to_thread(
+        _txn_id_coordinated_elsewhere, topic, {lead for lead, _ in leaders.values()}
     )
+    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, transactional_id=tid, request_timeout_ms=30000)
     await producer.start()
     try:
         await producer.begin_transaction()  # aborted: must never be read committed
