@@ -14,6 +14,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from tests.integration.helpers import kafka_python_poll
+
 PARTITIONS = 3
 RECORDS = 10  # per partition
 COMMITTED = {0: 4, 1: 7, 2: 10}
@@ -50,10 +52,10 @@ def write(bootstrap: str, run: str) -> None:
         metadata_max_age_ms=500,
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while len(consumer.assignment()) < PARTITIONS:
             assert time.monotonic() < deadline, "the consumer did not get its partitions"
-            consumer.poll(200)
+            kafka_python_poll(consumer, 200)
         consumer.commit(
             {TopicPartition(topic, p): OffsetAndMetadata(o, "kept", -1) for p, o in COMMITTED.items()}
         )

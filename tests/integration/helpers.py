@@ -59,6 +59,19 @@ async def stop_aiokafka(*clients: Any) -> None:
             await c._client.close()
 
 
+def kafka_python_poll(c: Any, timeout_ms: int) -> Any:
+    """One poll, first un-wedging kafka-python 3.0.12's group join: `join_group_async` re-awaits its in-flight
+    JoinGroup/SyncGroup task only `while self.need_rejoin()`. A leader that rejoined because the metadata
+    changed (need_rejoin() True from the assignment snapshot, not from `rejoin_needed`) and whose poll timed
+    out mid-join sees need_rejoin() turn False once `_on_join_prepare` clears that snapshot: the task's answer
+    is never applied, heartbeats stay disabled, and the member silently expires (seen under load in CI:
+    5 members never covered the partitions). A join still in flight means a rejoin is wanted: say so."""
+    co = c._coordinator
+    if getattr(co, "_join_task", None) is not None and not co.need_rejoin():
+        co.rejoin_needed = True
+    return c.poll(timeout_ms=timeout_ms)
+
+
 def wait_for_sync(predicate: Callable[[], bool], timeout: float, what: str, step: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tests.integration.client_api import Described, DescribedMember, Listed, Partitions, TopicPartitionKey
-from tests.integration.helpers import PollingThread
+from tests.integration.helpers import PollingThread, kafka_python_poll
 
 logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
@@ -214,19 +214,6 @@ class Aiokafka:
 # ======================================================================================== kafka-python
 
 
-def _kafka_python_poll(c: Any) -> Any:
-    """One poll, first un-wedging kafka-python 3.0.12's group join: `join_group_async` re-awaits its in-flight
-    JoinGroup/SyncGroup task only `while self.need_rejoin()`. A leader that rejoined because the metadata
-    changed (need_rejoin() True from the assignment snapshot, not from `rejoin_needed`) and whose poll timed
-    out mid-join sees need_rejoin() turn False once `_on_join_prepare` clears that snapshot: the task's answer
-    is never applied, heartbeats stay disabled, and the member silently expires (seen under load in CI:
-    5 members never covered the partitions). A join still in flight means a rejoin is wanted: say so."""
-    co = c._coordinator
-    if getattr(co, "_join_task", None) is not None and not co.need_rejoin():
-        co.rejoin_needed = True
-    return c.poll(timeout_ms=1000)
-
-
 class KafkaPythonMember:
     def __init__(self, thread: PollingThread) -> None:
         self._t = thread
@@ -389,7 +376,7 @@ class KafkaPython:
         # is in flight and whose need_rejoin() has meanwhile turned False (seen for leaders): the SyncGroup
         # answer is never applied, heartbeats stay disabled and the member silently expires. Long polls make
         # that window rare.
-        t = PollingThread(make, _kafka_python_poll, snapshot, name=f"kp-{group}")
+        t = PollingThread(make, lambda c: kafka_python_poll(c, 1000), snapshot, name=f"kp-{group}")
         t.wait_ready()
         return KafkaPythonMember(t)
 
