@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -19,11 +20,12 @@ from tests.cluster.helpers import shard_owner, start_nodes, wait_balanced, wait_
 pytestmark = [pytest.mark.integration]
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[bytes]:
-    """Every record of `topic` up to each partition's end as `isolation` sees it (polls until the end)."""
+def read_all(bootstrap: str | dict[str, Any], topic: str, partitions: int, isolation: str) -> list[bytes]:
+    """Every record of `topic` up to each partition's end as `isolation` sees it (polls until the end);
+    `bootstrap` is the servers, or a whole librdkafka config (security settings included)."""
     c = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **(bootstrap if isinstance(bootstrap, dict) else {"bootstrap.servers": bootstrap}),
             "group.id": f"reader-{isolation}",
             "enable.auto.commit": False,
             "isolation.level": isolation,
@@ -34,7 +36,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> lis
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         out: list[bytes] = []
         at_end: set[int] = set()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while len(at_end) < partitions:
             assert time.monotonic() < deadline, f"{isolation}: only partitions {at_end} reached their end"
             msg = c.poll(0.5)

@@ -19,11 +19,12 @@ from typing import Any
 
 import asyncpg
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from groupcoord.server.storage.shards import shard_of
 from tests.cluster.helpers import shard_owner, wait_balanced, wait_partitions_spread
+from tests.cluster.test_transactions import read_all
 from tests.conftest import ServerProcess, free_port
 from tests.integration.certs import make_certs, make_node_cert
 
@@ -69,38 +70,6 @@ def start_cluster(
             srv.kill()
         raise
     return nodes
-
-
-def read_all(conf: dict[str, Any], topic: str, partitions: int, isolation: str) -> list[bytes]:
-    """Every record of `topic` up to each partition's end as `isolation` sees it (polls until the end)."""
-    c = Consumer(
-        {
-            **conf,
-            "group.id": f"reader-{isolation}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        out: list[bytes] = []
-        at_end: set[int] = set()
-        deadline = time.monotonic() + 90
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, f"{isolation}: only partitions {at_end} reached their end"
-            msg = c.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    at_end.add(msg.partition())
-                continue
-            at_end.discard(msg.partition())
-            out.append(msg.value())
-        return out
-    finally:
-        c.close()
 
 
 def run_transactions(conf: dict[str, Any], topic: str, partitions: int) -> None:
