@@ -480,6 +480,11 @@ class ConsumerGroupManager:
             g.metadata_hash = metadata_hash(g.subscribed_names(), topics)
         g.group_epoch += 1
         self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+        if not g.members:
+            # Kafka 4.4: the emptied group's assignment epoch catches up with a timestamp of zero, as a new
+            # group's, so the assignment interval (KIP-1263) does not delay the next member's first assignment
+            g.assignment_epoch, g.assignment_timestamp = g.group_epoch, 0
+            self.ctx.fx.record(codec.target_metadata(g.group_id, g.group_epoch, 0))
         self.journal.event(g, "group_epoch", reason=reason)
         self.journal.states(g, reason, True, False)
 
