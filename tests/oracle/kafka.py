@@ -20,12 +20,12 @@ from pathlib import Path
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.messages.create_topics import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic

@@ -8,7 +8,6 @@ from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from groupcoord.protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
-    HeartbeatTopicPartitions,
 )
 from groupcoord.protocol.messages.describe_groups import DescribeGroupsRequest
 from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
