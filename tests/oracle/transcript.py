@@ -49,7 +49,7 @@ EPOCH_KEYS = frozenset(
 )  # server-made member ids (classic) and their echoes
 UNORDERED = frozenset({"partitions", "partition_indexes"})  # sets on the wire: compared sorted
 # Kafka keeps group members in hash maps (ClassicGroup, ConsumerGroup): their order on the wire is arbitrary
-UNORDERED_RECORDS = frozenset({"members", "topic_partitions", "groups", "results"})
+UNORDERED_RECORDS = frozenset({"members", "topic_partitions", "groups", "results", "owned"})
 _run = itertools.count()
 
 
