@@ -286,7 +286,12 @@ class ConsumerGroupManager:
         names = g.names_with(old_for_names, updated, resolved)
         new_hash = metadata_hash(names, topics)
         group_epoch = g.group_epoch
-        bumped = subscription_changed or resolution_changed or new_hash != g.metadata_hash
+        # Kafka 4.4's `hasPreferredServerAssignorChanged`: a change of the group's effective server assignor
+        # bumps the epoch too, so the target is recomputed with it (asked of Kafka: tests/oracle/test_fuzz.py)
+        assignor_changed = updated.server_assignor != member.server_assignor and g.preferred_assignor(
+            cfg.assignors[0]
+        ) != g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
+        bumped = subscription_changed or resolution_changed or assignor_changed or new_hash != g.metadata_hash
         if replaced is not None:
             cause = "static_replacement"
         elif new_member:
