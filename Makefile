@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-report report clean
+.PHONY: setup links run oracle-report oracle-fuzz test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-report report clean
 
 ORACLE_STAMP  := $(VENV)/oracle/jars/.stamp-kafka-4.4.0
 
@@ -64,6 +64,16 @@ $(ORACLE_STAMP): tests/oracle/pom.xml | $(STAMP)
 	else \
 	  echo "note: java or mvn not found: the Kafka 4.4 oracle tests (tests/oracle/) skip; apt-get install openjdk-17-jre-headless maven"; \
 	fi
+
+# The oracle suite alone (tests/oracle/: the same scenarios on Kafka 4.4.0 and groupcoord), with its summary of
+# each scenario family: "same as Kafka", the named differences, or what differs.
+oracle-report: setup
+	$(BIN)/python -m pytest -q -p no:randomly tests/oracle
+
+# The differential fuzzer's long run (ORACLE_FUZZ_EXAMPLES sequences; `make test` runs 8).
+ORACLE_FUZZ_EXAMPLES ?= 5000
+oracle-fuzz: setup
+	GROUPCOORD_ORACLE_FUZZ_EXAMPLES=$(ORACLE_FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/oracle/test_fuzz.py --hypothesis-show-statistics
 
 run: setup
 	$(BIN)/groupcoord serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
