@@ -1,6 +1,6 @@
 """The order a ShareFetch's lists take effect in (acknowledgements, fetch, forget), with raw frames against
 the real server: tests/integration/share_session_order.py holds the scenario, which
-tests/oracle/test_share_session_order.py also runs against Kafka 4.4 and compares.
+tests/oracle/test_share_session_order.py also runs against Kafka 4.4 (the oracle fixture) and compares.
 
 Issue #36 item 2: a partition acknowledged and forgotten in one request stayed in groupcoord's share session
 (forget applied before add), so the next empty ShareFetch acquired its released records again; franz-go, which
