@@ -460,6 +460,7 @@ CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: authz_admin.incremental_alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: authz_tools.describe_log_dirs,
     ApiKey.LIST_CONFIG_RESOURCES: authz_tools.list_config_resources,
+    ApiKey.DESCRIBE_QUORUM: authz_tools.describe_quorum,
     ApiKey.DESCRIBE_PRODUCERS: authz_tools.describe_producers,
     ApiKey.WRITE_TXN_MARKERS: authz_tools.write_txn_markers,
     ApiKey.ELECT_LEADERS: authz_tools.elect_leaders,
