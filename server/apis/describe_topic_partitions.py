@@ -29,7 +29,7 @@ from groupcoord.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
-from groupcoord.server.apis.meta import TOPIC_OPERATIONS, _topic_entry
+from groupcoord.server.apis.meta import TOPIC_OPERATIONS, topic_entry
 from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def _partitions(
     ctx: RequestContext, name: str, start: int, room: int
 ) -> tuple[DescribeTopicPartitionsResponseTopic, int]:
     """The topic with partitions start..start+room-1; the next partition to answer, or -1 when done."""
-    entry = _topic_entry(ctx, name)
+    entry = topic_entry(ctx, name)
     info = ctx.services.topics.get(name)
     assert info is not None
     upper = min(info.partitions, start + room)
