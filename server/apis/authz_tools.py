@@ -28,7 +28,7 @@ from groupcoord.protocol.messages.describe_quorum import DescribeQuorumResponse
 from groupcoord.protocol.messages.list_config_resources import ListConfigResourcesResponse
 from groupcoord.server.apis.authz_admin import split_checked
 from groupcoord.server.apis.authz_common import CLUSTER_DENIED, TOPIC_DENIED, Handler, allowed, replace_fields
-from groupcoord.server.apis.reassignments import elect_error
+from groupcoord.server.apis.error_answers import elect_error
 from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import (
     ALTER,

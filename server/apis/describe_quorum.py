@@ -29,6 +29,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.describe_quorum import (
     ZERO_UUID,
@@ -40,6 +41,8 @@ from groupcoord.protocol.messages.describe_quorum import (
     DescribeQuorumTopic,
     ReplicaState,
 )
+from groupcoord.server.apis import authz_tools
+from groupcoord.server.apis.declaration import Api
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -136,3 +139,6 @@ def describe_quorum(ctx: RequestContext, req: DescribeQuorumRequest) -> Describe
         topics=(DescribeQuorumTopic(topic_name=METADATA_TOPIC, partitions=(partition,)),),
         nodes=nodes if ctx.version >= 2 else (),
     )
+
+
+APIS = (Api(key=ApiKey.DESCRIBE_QUORUM, handler=describe_quorum, check=authz_tools.describe_quorum),)

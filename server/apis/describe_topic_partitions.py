@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.describe_topic_partitions import (
     Cursor,
@@ -29,6 +30,8 @@ from groupcoord.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
+from groupcoord.server.apis.authz import open_to_all
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.apis.meta import TOPIC_OPERATIONS, topic_entry
 from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
 
@@ -150,3 +153,7 @@ def describe_topic_partitions(
             for n in denied
         ]
     return DescribeTopicPartitionsResponse(topics=tuple(out), next_cursor=cursor)
+
+
+#: the handler checks DESCRIBE on each topic itself, as Kafka's does
+APIS = (Api(key=ApiKey.DESCRIBE_TOPIC_PARTITIONS, handler=describe_topic_partitions, check=open_to_all),)

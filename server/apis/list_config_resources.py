@@ -18,12 +18,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.list_config_resources import (
     ListConfigResourcesRequest,
     ListConfigResourcesResource,
     ListConfigResourcesResponse,
 )
+from groupcoord.server.apis import authz_tools
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.configs.types import ResourceType
 
 if TYPE_CHECKING:
@@ -70,3 +73,12 @@ def list_config_resources(
         error_code=ErrorCode.NONE,
         config_resources=tuple(ListConfigResourcesResource(resource_name=n, resource_type=t) for n, t in out),
     )
+
+
+APIS = (
+    Api(
+        key=ApiKey.LIST_CONFIG_RESOURCES,
+        handler=list_config_resources,
+        check=authz_tools.list_config_resources,
+    ),
+)
