@@ -94,7 +94,8 @@ def _brokers(ctx: RequestContext) -> tuple[MetadataResponseBroker, ...]:
     return tuple(out) or (_broker(ctx),)
 
 
-def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+def topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+    """One topic as Metadata answers it (DescribeTopicPartitions answers its partitions alike)."""
     topics = ctx.services.topics
     info = topics.get(name)
     node = ctx.services.config.node_id
@@ -229,7 +230,7 @@ def _metadata_response(
         if not topics.valid_name(name):
             entries.append(MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name))
         else:
-            entries.append(_topic_entry(ctx, name))
+            entries.append(topic_entry(ctx, name))
     for topic_id in unknown_ids:
         entries.append(
             MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
