@@ -90,6 +90,15 @@ class PgCluster:
             initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync",
             "--no-instructions",
         )  # fmt: skip
+        return self._launch(timeout)
+
+    def restart(self, timeout: float = 30.0) -> PgCluster:
+        """Fast shutdown (every session is terminated, as a PostgreSQL restart does), then the same data
+        directory and port again."""
+        self._shutdown()
+        return self._launch(timeout)
+
+    def _launch(self, timeout: float) -> PgCluster:
         postgres = find_binary("postgres")
         assert postgres is not None
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
@@ -150,6 +159,10 @@ class PgCluster:
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT), then remove the directory."""
+        self._shutdown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _shutdown(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -157,4 +170,3 @@ class PgCluster:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
