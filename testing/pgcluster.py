@@ -57,13 +57,25 @@ def _unprivileged_user() -> pwd.struct_passwd:
 class PgCluster:
     """One `postgres` process; `url(db)` gives a connection string, `create_database()` a fresh database."""
 
-    def __init__(self, *, fsync: bool = True, max_connections: int = 200) -> None:
+    def __init__(
+        self,
+        *,
+        fsync: bool = True,
+        max_connections: int = 200,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        """`host`/`netns`: listen on `host` inside network namespace `netns` (tests/partitions/), any client
+        address trusted."""
         reason = available()
         if reason:
             raise RuntimeError(reason)
         self.fsync = fsync
         self.max_connections = max_connections
-        self.port = free_port()
+        self.host = host
+        self._netns = ["ip", "netns", "exec", netns] if netns else []
+        self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="groupcoord-pg-", dir="/tmp"))
         self.data = self.dir / "data"
         self.log_path = self.dir / "postgres.log"
@@ -90,6 +102,9 @@ class PgCluster:
             initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync",
             "--no-instructions",
         )  # fmt: skip
+        if self.host != "127.0.0.1":
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write("host all all 0.0.0.0/0 trust\n")
         return self._launch(timeout)
 
     def restart(self, timeout: float = 30.0) -> PgCluster:
@@ -106,7 +121,7 @@ class PgCluster:
             os.chown(self.log_path, os.stat(self.dir).st_uid, os.stat(self.dir).st_gid)
         self.proc = subprocess.Popen(
             [
-                *self._prefix, postgres, "-D", str(self.data), "-p", str(self.port), "-h", "127.0.0.1",
+                *self._netns, *self._prefix, postgres, "-D", str(self.data), "-p", str(self.port), "-h", self.host,
                 "-c", "unix_socket_directories=", "-c", f"fsync={'on' if self.fsync else 'off'}",
                 "-c", f"max_connections={self.max_connections}", "-c", "shared_buffers=64MB",
             ],
@@ -127,17 +142,17 @@ class PgCluster:
         pg_isready = find_binary("pg_isready")
         if pg_isready:
             r = subprocess.run(
-                [pg_isready, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"], capture_output=True
+                [pg_isready, "-h", self.host, "-p", str(self.port), "-U", "postgres"], capture_output=True
             )
             return r.returncode == 0
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+            with socket.create_connection((self.host, self.port), timeout=0.2):
                 return True
         except OSError:
             return False
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgresql://postgres@{self.host}:{self.port}/{database}"
 
     def create_database(self, name: str | None = None) -> str:
         """A new empty database; returns its URL."""
@@ -145,7 +160,7 @@ class PgCluster:
         createdb = find_binary("createdb")
         assert createdb is not None
         subprocess.run(
-            [createdb, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name],
+            [createdb, "-h", self.host, "-p", str(self.port), "-U", "postgres", name],
             check=True,
             capture_output=True,
         )

@@ -254,7 +254,13 @@ class ClusterNode:
             self.runtime.apply_unowned(effects)
         self.loading -= shards
         self.takeovers += len(still)
-        log.info("shards loaded", shards=sorted(still), groups=len(group_ids), ms=self.now_ms() - started)
+        log.info(
+            "shards loaded",
+            shards=sorted(still),
+            epochs=[self.held[s] for s in sorted(still)],  # the lease epochs (a checker's split-brain key)
+            groups=len(group_ids),
+            ms=self.now_ms() - started,
+        )
 
     def _drop(self, shards: Iterable[int]) -> None:
         """Stop serving `shards` now: their groups are unloaded (parked requests get NOT_COORDINATOR)."""
