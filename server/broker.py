@@ -43,6 +43,7 @@ from groupcoord.server.security import Security
 from groupcoord.server.share.service import ShareService
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
+from groupcoord.server.storage.pg_liveness import session_settings
 from groupcoord.server.storage.postgres import PostgresStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
@@ -58,10 +59,17 @@ log = structlog.get_logger("groupcoord.server")
 HANDLERS = {api.key: api.handler for api in catalog.collect()}
 
 
+def cluster_sessions(cfg: ServerConfig) -> dict[str, str]:
+    """The startup settings of cluster mode's PostgreSQL sessions (server/storage/pg_liveness.py)."""
+    return session_settings(cfg.cluster_lease_ttl_ms, f"groupcoord-node-{cfg.node_id}")
+
+
 def make_store(cfg: ServerConfig) -> StateStore:
     """`--storage`: memory, disk (SQLite at <data-dir>/state.db) or a postgresql:// URL (docs/storage.md)."""
     if cfg.cluster:
-        return PostgresStateStore(cfg.cluster, shards=cfg.offsets_topic_num_partitions)
+        return PostgresStateStore(
+            cfg.cluster, shards=cfg.offsets_topic_num_partitions, server_settings=cluster_sessions(cfg)
+        )
     if cfg.storage == "memory":
         return MemoryStateStore()
     if cfg.storage.startswith(POSTGRES_SCHEMES):
@@ -141,7 +149,7 @@ class Broker:
             cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
         )
         if cfg.cluster:  # topic data in PostgreSQL, one leader per partition (server/cluster/cluster_log.py)
-            self.logs = ClusterLog(cfg.cluster, cfg.node_id)
+            self.logs = ClusterLog(cfg.cluster, cfg.node_id, server_settings=cluster_sessions(cfg))
             self.cluster_log_maintenance = ClusterMaintenance(self.logs, maintenance)
         else:
             self.logs = LogManager(
