@@ -32,6 +32,16 @@ from groupcoord.server.coordinator.types import (
 E = ErrorCode
 
 
+class _EveryTopic(frozenset[str]):
+    """Contains every topic name."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+_EVERY_TOPIC = _EveryTopic()
+
+
 class OffsetMetadataManager:
     """Every committed offset of the shard, by group then (topic, partition)."""
 
@@ -172,7 +182,12 @@ class OffsetMetadataManager:
             return int(E.GROUP_ID_NOT_FOUND), ()
         if g.state in (STABLE, PREPARING, COMPLETING) and g.protocol_type != CONSUMER:
             return int(E.NON_EMPTY_GROUP), ()
-        return NONE, self.delete_unsubscribed(group_id, topics, g.subscribed_topics or ())
+        subscribed: Collection[str] = g.subscribed_topics or ()
+        if g.subscribed_topics is None and g.protocol_type == CONSUMER:
+            # Kafka's `ClassicGroup.isSubscribedToTopic`: a consumer group whose members' subscriptions do not
+            # parse is taken to subscribe to every topic (asked of Kafka 4.4: tests/oracle/test_offsets_admin.py)
+            subscribed = _EVERY_TOPIC
+        return NONE, self.delete_unsubscribed(group_id, topics, subscribed)
 
     def delete_unsubscribed(
         self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]], subscribed_topics: Collection[str]

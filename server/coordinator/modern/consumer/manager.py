@@ -296,7 +296,12 @@ class ConsumerGroupManager:
         names = g.names_with(old_for_names, updated, resolved)
         new_hash = metadata_hash(names, topics)
         group_epoch = g.group_epoch
-        bumped = subscription_changed or resolution_changed or new_hash != g.metadata_hash
+        # Kafka 4.4's `hasPreferredServerAssignorChanged`: a change of the group's effective server assignor
+        # bumps the epoch too, so the target is recomputed with it (asked of Kafka: tests/oracle/test_fuzz.py)
+        assignor_changed = updated.server_assignor != member.server_assignor and g.preferred_assignor(
+            cfg.assignors[0]
+        ) != g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
+        bumped = subscription_changed or resolution_changed or assignor_changed or new_hash != g.metadata_hash
         if replaced is not None:
             cause = "static_replacement"
         elif new_member:
@@ -490,6 +495,11 @@ class ConsumerGroupManager:
             g.metadata_hash = metadata_hash(g.subscribed_names(), topics)
         g.group_epoch += 1
         self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+        if not g.members:
+            # Kafka 4.4: the emptied group's assignment epoch catches up with a timestamp of zero, as a new
+            # group's, so the assignment interval (KIP-1263) does not delay the next member's first assignment
+            g.assignment_epoch, g.assignment_timestamp = g.group_epoch, 0
+            self.ctx.fx.record(codec.target_metadata(g.group_id, g.group_epoch, 0))
         self.journal.event(g, "group_epoch", reason=reason)
         self.journal.states(g, reason, True, False)
 
