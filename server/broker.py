@@ -33,6 +33,7 @@ from groupcoord.server.apis import (
     share_fetch,
     share_groups,
     share_offsets,
+    streams_groups,
     topic_ids,
     txn,
 )
@@ -125,6 +126,8 @@ HANDLERS = {
     ApiKey.ELECT_LEADERS: reassignments.elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: streams_groups.streams_group_heartbeat,
+    ApiKey.STREAMS_GROUP_DESCRIBE: streams_groups.streams_group_describe,
     ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
     ApiKey.SHARE_FETCH: share_fetch.share_fetch,
@@ -272,6 +275,7 @@ class Broker:
             cfg.coordinator(),
             consumer_config=cfg.consumer_group(),
             share_config=cfg.share(),
+            streams_config=cfg.streams_group(),
             topics=consumer_groups.LogTopicImage(self.topics),
         )
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)

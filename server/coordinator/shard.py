@@ -50,6 +50,11 @@ from groupcoord.server.coordinator.modern.share.group import (
     ShareHeartbeatRequest,
 )
 from groupcoord.server.coordinator.modern.share.manager import SESSION_TIMER, ShareGroupManager
+from groupcoord.server.coordinator.modern.streams import manager as streams
+from groupcoord.server.coordinator.modern.streams import shard_ops
+from groupcoord.server.coordinator.modern.streams.api import StreamsGroupConfig, StreamsHeartbeatRequest
+from groupcoord.server.coordinator.modern.streams.group import StreamsGroup
+from groupcoord.server.coordinator.modern.streams.topology import PartitionCount
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
     ConsumerGroupRecord,
@@ -60,6 +65,7 @@ from groupcoord.server.coordinator.records import (
     Record,
     ShareGroupRecord,
     SharePartitionRecord,
+    StreamsGroupRecord,
 )
 from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
@@ -93,6 +99,7 @@ class GroupCoordinatorShard:
         id_factory: Callable[[str], str] | None = None,
         consumer_config: ConsumerGroupConfig | None = None,
         share_config: ShareGroupConfig | None = None,
+        streams_config: StreamsGroupConfig | None = None,
         topics: TopicImage | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
@@ -104,8 +111,10 @@ class GroupCoordinatorShard:
         self.consumer_manager = ConsumerGroupManager(
             self._ctx, consumer_config, None if id_factory is None else (lambda: id_factory(""))
         )
-        self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
-        self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
+        #: KIP-1071 streams groups (modern/streams; the shard-side operations are `modern/streams/shard_ops.py`)
+        self.streams_manager = streams.StreamsGroupManager(self._ctx, streams_config)
+        self.offset_manager.other_group_exists = self._modern_group_exists
+        self.offset_manager.txn.other_group_exists = self._modern_group_exists
         #: online migration: the moves between the two managers
         self.conversions = GroupConversions(
             self._ctx, self.group_manager, self.consumer_manager, lambda: self.topics
@@ -125,16 +134,23 @@ class GroupCoordinatorShard:
         """Replace the limits (tests lower max_size as a restart with a new config would)."""
         self._ctx.config = config
 
+    def _modern_group_exists(self, group_id: str) -> bool:
+        return group_id in self.consumer_manager.groups or group_id in self.streams_manager.groups
+
     def _drop_offsets(self, group_id: str) -> None:
         self.offset_manager.remove_group(group_id)
 
     # ================================================================================== inspection
 
     def group_ids(self) -> list[str]:
-        return [*self.group_manager.groups, *self.consumer_manager.groups]
+        return [*self.group_manager.groups, *self.consumer_manager.groups, *self.streams_manager.groups]
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self.group_manager.groups or group_id in self.consumer_manager.groups
+        return (
+            group_id in self.group_manager.groups
+            or group_id in self.consumer_manager.groups
+            or group_id in self.streams_manager.groups
+        )
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live KIP-848 consumer group (for tests and diagnostics; do not mutate)."""
@@ -163,6 +179,13 @@ class GroupCoordinatorShard:
     # spec §9.3): `modern/consumer/migration.py` serves it.
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:  # a non-empty streams group refuses; an empty one becomes classic (spec §12.1)
+            if sg.members:
+                fx = self._ctx.begin(now_ms)
+                fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=""))
+                return fx
+            self.streams_manager.delete(req.group_id)
         cg = self.consumer_manager.group(req.group_id)
         cfg = self._ctx.config
         if cg is not None and cg.members:
@@ -254,7 +277,7 @@ class GroupCoordinatorShard:
         except HeartbeatError as err:
             fx.reply(token, ConsumerGroupHeartbeatResult(err.code, err.message))
             return fx
-        if self.share_manager.has(req.group_id):  # one id, one type (Kafka: "not a consumer group")
+        if self.share_manager.has(req.group_id) or req.group_id in self.streams_manager.groups:
             message = f"Group {req.group_id} is not a consumer group."
             fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
             return fx
@@ -317,6 +340,10 @@ class GroupCoordinatorShard:
             fx = self._ctx.begin(now_ms)
             self.consumer_manager.on_timer(key)
             return fx
+        if key[0] in streams.TIMER_KINDS:
+            fx = self._ctx.begin(now_ms)
+            self.streams_manager.on_timer(key)
+            return fx
         if key[0] == SESSION_TIMER:
             return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
@@ -325,6 +352,18 @@ class GroupCoordinatorShard:
         """A group's configs (Kafka's `GroupConfig`: `consumer.*`, `share.*`) changed or were loaded."""
         self.consumer_manager.set_group_config(group_id, group_configs)
         self.share_manager.set_group_config(group_id, group_configs)
+        self.streams_manager.set_group_config(group_id, group_configs)
+
+    # ============================================================== streams groups (KIP-1071)
+
+    def streams_group_heartbeat(
+        self, req: StreamsHeartbeatRequest, count: PartitionCount, token: Hashable, now_ms: int
+    ) -> Effects:
+        """StreamsGroupHeartbeat: `token` gets a `StreamsHeartbeatResult` once its records are durable."""
+        return shard_ops.heartbeat(self, req, count, token, now_ms)
+
+    def streams_group(self, group_id: str) -> StreamsGroup | None:
+        return self.streams_manager.group(group_id)
 
     # ================================================================ share groups (KIP-932)
 
@@ -365,7 +404,7 @@ class GroupCoordinatorShard:
         for d in self.group_manager.describe_groups(ids):
             if d.state == "Dead" and not d.members:
                 gid = d.group_id
-                modern = gid in self.consumer_manager.groups or self.share_manager.has(gid)
+                modern = self._modern_group_exists(gid) or self.share_manager.has(gid)
                 reason = f"Group {gid} is not a classic group." if modern else f"Group {gid} not found."
                 d = DescribedGroup(d.error, gid, d.state, d.protocol_type, d.protocol_data, (), reason)
             out.append(d)
@@ -385,6 +424,7 @@ class GroupCoordinatorShard:
             for sg in self.share_manager.groups.values():
                 if not states or sg.state.lower() in states:
                     listed.append(ListedGroup(sg.group_id, "share", sg.state, "share"))
+        listed += shard_ops.list_streams_groups(self.streams_manager, states, types)
         return listed
 
     # ============================================================================ offset requests
@@ -409,6 +449,10 @@ class GroupCoordinatorShard:
                 ),
             )
             return fx
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:
+            checked = shard_ops.validate_commit(sg, req, False)
+            return self.offset_manager.commit_offsets(req, token, now_ms, checked=checked)
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.commit_offsets(req, token, now_ms)
@@ -428,6 +472,10 @@ class GroupCoordinatorShard:
     ) -> Effects:
         """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`).
         On a consumer group the member checks are `ConsumerGroup.validateOffsetCommit`'s transactional ones."""
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:
+            checked = shard_ops.validate_commit(sg, req, True)
+            return self.offset_manager.txn.commit(req, token, now_ms, checked=checked)
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.txn.commit(req, token, now_ms)
@@ -448,7 +496,7 @@ class GroupCoordinatorShard:
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
         if self.share_manager.has(req.group_id):
             return OffsetFetchResult(int(E.GROUP_ID_NOT_FOUND), ())  # Kafka's ShareGroup.validateOffsetFetch
-        g = self.consumer_manager.group(req.group_id)
+        g = self.consumer_manager.group(req.group_id) or self.streams_manager.group(req.group_id)
         if g is not None and req.version >= 9:
             err = g.validate_offset_fetch(req.member_id, req.member_epoch)
             if err:
@@ -462,6 +510,8 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         if self.share_manager.has(group_id):
             return (int(E.GROUP_ID_NOT_FOUND), ()), fx  # Kafka's ShareGroup.validateOffsetDelete
+        if group_id in self.streams_manager.groups:  # always allowed for a streams group (spec §12.2)
+            return (NONE, self.offset_manager.delete_offsets(group_id, topics)[1]), fx
         cg = self.consumer_manager.group(group_id)
         if cg is not None:  # a consumer group: no member check (spec §8.6), its subscriptions protect
             return (
@@ -476,6 +526,10 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         results: list[tuple[str, int]] = []
         for gid in dict.fromkeys(ids):
+            sg = self.streams_manager.group(gid)
+            if sg is not None:
+                results.append((gid, shard_ops.delete_group(self.streams_manager, self.offset_manager, sg)))
+                continue
             cg = self.consumer_manager.group(gid)
             if cg is not None:
                 if cg.members:
@@ -543,6 +597,8 @@ class GroupCoordinatorShard:
             self.consumer_manager.replay(record)
         elif isinstance(record, ShareGroupRecord):
             self.share_manager.replay(record)
+        elif isinstance(record, StreamsGroupRecord):
+            self.streams_manager.replay(record)
         elif isinstance(record, SharePartitionRecord):
             self.loaded_share_partitions.append(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
@@ -555,6 +611,7 @@ class GroupCoordinatorShard:
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
         self.consumer_manager.on_loaded(group_ids)
+        self.streams_manager.on_loaded(group_ids)
         self.share_manager.on_loaded(fx, now_ms, group_ids)
         return fx
 
@@ -565,6 +622,7 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.group_manager.unload(group_ids)
         self.consumer_manager.unload(group_ids)
+        self.streams_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
         self.share_manager.unload(fx, group_ids)
         return fx
