@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +362,7 @@ class StreamsGroupRecord:
     kind: int
     group_id: str
     member_id: str
-    value: dict | None  # None: tombstone
+    value: dict[str, Any] | None  # None: tombstone
 
     @property
     def key(self) -> tuple[str, int, str, str]:

@@ -360,7 +360,12 @@ class GroupCoordinatorShard:
         self, req: StreamsHeartbeatRequest, count: PartitionCount, token: Hashable, now_ms: int
     ) -> Effects:
         """StreamsGroupHeartbeat: `token` gets a `StreamsHeartbeatResult` once its records are durable."""
-        return shard_ops.heartbeat(self, req, count, token, now_ms)
+
+        def other_type(gid: str) -> bool:
+            return gid in self.consumer_manager.groups or self.share_manager.has(gid)
+
+        sm = self.streams_manager
+        return shard_ops.heartbeat(self._ctx, self.group_manager, other_type, sm, req, count, token, now_ms)
 
     def streams_group(self, group_id: str) -> StreamsGroup | None:
         return self.streams_manager.group(group_id)

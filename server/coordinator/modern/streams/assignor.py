@@ -106,12 +106,12 @@ def _assign_active(st: _State, all_tasks: list[TaskId]) -> None:
     left: list[TaskId] = []
     # 1. previous owners, in (partition, subtopology) order, up to the shrinking quota
     for t in sorted(all_tasks, key=lambda t: (t[1], t[0])):
-        mid = prev_active.get(t)
-        if mid is not None and mid in open_members and st.count[mid] < per_member:
-            st.give(mid, t, True)
+        owner = prev_active.get(t)
+        if owner is not None and owner in open_members and st.count[owner] < per_member:
+            st.give(owner, t, True)
             remaining -= 1
-            if st.count[mid] >= per_member:
-                open_members.discard(mid)
+            if st.count[owner] >= per_member:
+                open_members.discard(owner)
                 per_member = quota()
         else:
             left.append(t)
@@ -151,9 +151,13 @@ def _assign_standby(st: _State, stateful_tasks: list[TaskId], replicas: int) -> 
     least: list[tuple[TaskId, int]] = []
     for t in sorted(stateful_tasks, key=lambda t: (t[1], t[0]), reverse=True):
         for i in range(replicas):
-            mid = prev_active.get(t)
-            if mid is not None and not st.holds(st.members[mid].process_id, t) and st.count[mid] < per_member:
-                st.give(mid, t, False)
+            owner = prev_active.get(t)
+            if (
+                owner is not None
+                and not st.holds(st.members[owner].process_id, t)
+                and st.count[owner] < per_member
+            ):
+                st.give(owner, t, False)
                 continue
             candidates = [
                 c

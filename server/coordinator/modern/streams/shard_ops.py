@@ -3,12 +3,12 @@ ListGroups), kept here so that `shard.py` only forwards (spec §12-§13)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable
 
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR
+from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import DEAD, EMPTY
+from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.modern.streams.api import StreamsHeartbeatRequest, StreamsHeartbeatResult
 from groupcoord.server.coordinator.modern.streams.group import LISTED_STATES, StreamsGroup
 from groupcoord.server.coordinator.modern.streams.manager import StreamsGroupManager
@@ -21,40 +21,42 @@ from groupcoord.server.coordinator.types import (
     TxnOffsetCommitRequest,
 )
 
-if TYPE_CHECKING:
-    from groupcoord.server.coordinator.shard import GroupCoordinatorShard
-
 E = ErrorCode
 
 
 def heartbeat(
-    shard: GroupCoordinatorShard,
+    ctx: OperationContext,
+    classic_groups: GroupMetadataManager,
+    other_type: Callable[[str], bool],
+    manager: StreamsGroupManager,
     req: StreamsHeartbeatRequest,
     count: PartitionCount,
     token: Hashable,
     now_ms: int,
 ) -> Effects:
-    fx = shard._ctx.begin(now_ms)
+    """StreamsGroupHeartbeat across the managers: one id, one type (`other_type`: a consumer or share group
+    holds the id); an empty classic group is replaced by the streams group (spec §13)."""
+    fx = ctx.begin(now_ms)
     gid = req.group_id
-    other = gid in shard.consumer_manager.groups or shard.share_manager.has(gid)
-    classic = shard.group_manager.group(gid)
+    other = other_type(gid)
+    classic = classic_groups.group(gid)
     if classic is not None and classic.state != DEAD:
         if classic.state == EMPTY and req.member_epoch == 0:
-            shard.group_manager.delete_group(classic, "converted")  # an empty classic group is replaced (§13)
+            classic_groups.delete_group(classic, "converted")
         else:
             other = True
-    if other and gid not in shard.streams_manager.groups:
+    if other and gid not in manager.groups:
         fx.reply(
             token, StreamsHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), f"Group {gid} is not a streams group.")
         )
         return fx
-    result = shard.streams_manager.heartbeat(req, count)
+    result = manager.heartbeat(req, count)
     if not fx.records:
         fx.reply(token, result)
         return fx
 
     def after(ok: bool, now: int) -> Effects:
-        fx2 = shard._ctx.begin(now)
+        fx2 = ctx.begin(now)
         fx2.reply(token, result if ok else StreamsHeartbeatResult(PERSIST_ERROR))
         return fx2
 
