@@ -24,7 +24,7 @@ from groupcoord.protocol.messages import write_txn_markers as wm
 from groupcoord.protocol.messages.describe_log_dirs import DescribeLogDirsResponse
 from groupcoord.server.apis.authz_admin import split_checked
 from groupcoord.server.apis.authz_common import CLUSTER_DENIED, TOPIC_DENIED, Handler, allowed, replace_fields
-from groupcoord.server.apis.reassignments import elect_error
+from groupcoord.server.apis.error_answers import elect_error
 from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import (
     ALTER,

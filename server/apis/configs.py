@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.alter_configs import (
     AlterConfigsRequest,
@@ -34,6 +35,8 @@ from groupcoord.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
+from groupcoord.server.apis import authz_admin
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.apis.group_configs import alter_group, describe_group
 from groupcoord.server.configs.broker_defs import BROKER_CONFIGS
 from groupcoord.server.configs.group_defs import GROUP_CONFIGS
@@ -274,3 +277,14 @@ async def _write(step: Any) -> Refusal:
     except OSError as exc:
         return ErrorCode.UNKNOWN_SERVER_ERROR, f"could not write the configs: {exc.strerror}"
     return OK
+
+
+APIS = (
+    Api(key=ApiKey.DESCRIBE_CONFIGS, handler=describe_configs, check=authz_admin.describe_configs),
+    Api(key=ApiKey.ALTER_CONFIGS, handler=alter_configs, check=authz_admin.alter_configs),
+    Api(
+        key=ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        handler=incremental_alter_configs,
+        check=authz_admin.incremental_alter_configs,
+    ),
+)

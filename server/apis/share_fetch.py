@@ -19,9 +19,12 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import share_acknowledge as sa
 from groupcoord.protocol.messages import share_fetch as sf
+from groupcoord.server.apis import authz_share
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.share.partition import AckBatch
 from groupcoord.server.share.service import Fetched
 from groupcoord.server.share.sessions import Key
@@ -287,3 +290,15 @@ async def _share_acknowledge(
         ),
         node_endpoints=tuple(leaders.endpoints.values()),
     )
+
+
+# named by group but served by the share partitions' leaders (KIP-932), not routed to a group's shard
+APIS = (
+    Api(key=ApiKey.SHARE_FETCH, handler=share_fetch, check=authz_share.share_fetch, feature="share"),
+    Api(
+        key=ApiKey.SHARE_ACKNOWLEDGE,
+        handler=share_acknowledge,
+        check=authz_share.share_acknowledge,
+        feature="share",
+    ),
+)

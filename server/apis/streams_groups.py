@@ -21,9 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import streams_group_describe as sgd
 from groupcoord.protocol.messages import streams_group_heartbeat as sgh
+from groupcoord.server.apis import authz_streams
+from groupcoord.server.apis.declaration import Api, by_group_id, by_group_ids
 from groupcoord.server.apis.topic_rules import check_configs
 from groupcoord.server.coordinator.modern.streams import api as m
 from groupcoord.server.coordinator.modern.streams.group import StreamsGroup, TaskTuple
@@ -312,3 +315,37 @@ def streams_group_describe(
 
 def _with(d: sgd.DescribedGroup, status: int) -> sgd.DescribedGroup:
     return dataclasses.replace(d, topology_description_status=status)
+
+
+def _heartbeat_while_loading(
+    ctx: RequestContext, req: sgh.StreamsGroupHeartbeatRequest, code: ErrorCode
+) -> sgh.StreamsGroupHeartbeatResponse:
+    return sgh.StreamsGroupHeartbeatResponse(error_code=code)
+
+
+def _describe_while_loading(
+    ctx: RequestContext, req: sgd.StreamsGroupDescribeRequest, code: ErrorCode
+) -> sgd.StreamsGroupDescribeResponse:
+    return sgd.StreamsGroupDescribeResponse(
+        groups=tuple(sgd.DescribedGroup(error_code=code, group_id=g) for g in req.group_ids)
+    )
+
+
+APIS = (
+    Api(
+        key=ApiKey.STREAMS_GROUP_HEARTBEAT,
+        handler=streams_group_heartbeat,
+        check=authz_streams.streams_group_heartbeat,
+        groups=by_group_id,
+        while_loading=_heartbeat_while_loading,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.STREAMS_GROUP_DESCRIBE,
+        handler=streams_group_describe,
+        check=authz_streams.streams_group_describe,
+        groups=by_group_ids,
+        while_loading=_describe_while_loading,
+        coordinator=True,
+    ),
+)

@@ -41,6 +41,7 @@ from groupcoord.server.coordinator.modern.streams.topology import (
 )
 from groupcoord.server.coordinator.modern.streams.validation import HeartbeatError, validate
 from groupcoord.server.coordinator.records import StreamsGroupRecord
+from groupcoord.server.coordinator.registry import STREAMS, GroupRegistry
 from groupcoord.server.coordinator.types import CancelTimer, ScheduleTimer
 
 E = ErrorCode
@@ -50,12 +51,22 @@ TIMER_KINDS = (SESSION, REBALANCE)
 
 
 class StreamsGroupManager:
-    def __init__(self, ctx: OperationContext, config: StreamsGroupConfig | None = None) -> None:
+    #: the registry's view of this manager (registry.py): streams groups commit offsets
+    group_type = STREAMS
+    holds_offsets = True
+
+    def __init__(
+        self, ctx: OperationContext, registry: GroupRegistry, config: StreamsGroupConfig | None = None
+    ) -> None:
         self.ctx = ctx
+        registry.register(self)
         self.config = config or StreamsGroupConfig()
         self.groups: dict[str, StreamsGroup] = {}
         self.group_configs: dict[str, StreamsGroupConfig] = {}
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
+
+    def has(self, group_id: str) -> bool:
+        return group_id in self.groups
 
     def group(self, group_id: str) -> StreamsGroup | None:
         return self.groups.get(group_id)
