@@ -190,6 +190,7 @@ class Broker:
             cfg.coordinator(),
             consumer_config=cfg.consumer_group(),
             share_config=cfg.share(),
+            streams_config=cfg.streams_group(),
             topics=consumer_groups.LogTopicImage(self.topics),
         )
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)

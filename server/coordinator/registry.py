@@ -20,6 +20,7 @@ from typing import Protocol
 CLASSIC = "classic"
 CONSUMER = "consumer"
 SHARE = "share"
+STREAMS = "streams"
 
 
 class GroupOwner(Protocol):

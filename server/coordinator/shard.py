@@ -50,6 +50,11 @@ from groupcoord.server.coordinator.modern.share.group import (
     ShareHeartbeatRequest,
 )
 from groupcoord.server.coordinator.modern.share.manager import SESSION_TIMER, ShareGroupManager
+from groupcoord.server.coordinator.modern.streams import manager as streams
+from groupcoord.server.coordinator.modern.streams import shard_ops
+from groupcoord.server.coordinator.modern.streams.api import StreamsGroupConfig, StreamsHeartbeatRequest
+from groupcoord.server.coordinator.modern.streams.group import StreamsGroup
+from groupcoord.server.coordinator.modern.streams.topology import PartitionCount
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
     ConsumerGroupRecord,
@@ -60,8 +65,9 @@ from groupcoord.server.coordinator.records import (
     Record,
     ShareGroupRecord,
     SharePartitionRecord,
+    StreamsGroupRecord,
 )
-from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, GroupRegistry
+from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, STREAMS, GroupRegistry
 from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
     DescribedGroup,
@@ -94,6 +100,7 @@ class GroupCoordinatorShard:
         id_factory: Callable[[str], str] | None = None,
         consumer_config: ConsumerGroupConfig | None = None,
         share_config: ShareGroupConfig | None = None,
+        streams_config: StreamsGroupConfig | None = None,
         topics: TopicImage | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
@@ -114,6 +121,8 @@ class GroupCoordinatorShard:
             None if id_factory is None else (lambda: id_factory("")),
             downgrade=lambda group, member_ids, reason: self.conversions.downgrade(group, member_ids, reason),
         )
+        #: KIP-1071 streams groups (modern/streams; the shard-side operations are `modern/streams/shard_ops.py`)
+        self.streams_manager = streams.StreamsGroupManager(self._ctx, self.groups, streams_config)
         #: online migration: the moves between the two managers
         self.conversions = GroupConversions(
             self._ctx, self.group_manager, self.consumer_manager, lambda: self.topics
@@ -138,7 +147,7 @@ class GroupCoordinatorShard:
     # ================================================================================== inspection
 
     def group_ids(self) -> list[str]:
-        return [*self.group_manager.groups, *self.consumer_manager.groups]
+        return [*self.group_manager.groups, *self.consumer_manager.groups, *self.streams_manager.groups]
 
     def has_group(self, group_id: str) -> bool:
         """Whether a classic or consumer group has this id."""
@@ -171,6 +180,13 @@ class GroupCoordinatorShard:
     # spec §9.3): `modern/consumer/migration.py` serves it.
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:  # a non-empty streams group refuses; an empty one becomes classic (spec §12.1)
+            if sg.members:
+                fx = self._ctx.begin(now_ms)
+                fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=""))
+                return fx
+            self.streams_manager.delete(req.group_id)
         cg = self.consumer_manager.group(req.group_id)
         cfg = self._ctx.config
         if cg is not None and cg.members:
@@ -326,6 +342,10 @@ class GroupCoordinatorShard:
             fx = self._ctx.begin(now_ms)
             self.consumer_manager.on_timer(key)
             return fx
+        if key[0] in streams.TIMER_KINDS:
+            fx = self._ctx.begin(now_ms)
+            self.streams_manager.on_timer(key)
+            return fx
         if key[0] == SESSION_TIMER:
             return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
@@ -334,6 +354,23 @@ class GroupCoordinatorShard:
         """A group's configs (Kafka's `GroupConfig`: `consumer.*`, `share.*`) changed or were loaded."""
         self.consumer_manager.set_group_config(group_id, group_configs)
         self.share_manager.set_group_config(group_id, group_configs)
+        self.streams_manager.set_group_config(group_id, group_configs)
+
+    # ============================================================== streams groups (KIP-1071)
+
+    def streams_group_heartbeat(
+        self, req: StreamsHeartbeatRequest, count: PartitionCount, token: Hashable, now_ms: int
+    ) -> Effects:
+        """StreamsGroupHeartbeat: `token` gets a `StreamsHeartbeatResult` once its records are durable."""
+
+        def other_type(gid: str) -> bool:
+            return self.groups.held_by_other_than(gid, CLASSIC, STREAMS)
+
+        sm = self.streams_manager
+        return shard_ops.heartbeat(self._ctx, self.group_manager, other_type, sm, req, count, token, now_ms)
+
+    def streams_group(self, group_id: str) -> StreamsGroup | None:
+        return self.streams_manager.group(group_id)
 
     # ================================================================ share groups (KIP-932)
 
@@ -394,6 +431,7 @@ class GroupCoordinatorShard:
             for sg in self.share_manager.groups.values():
                 if not states or sg.state.lower() in states:
                     listed.append(ListedGroup(sg.group_id, "share", sg.state, "share"))
+        listed += shard_ops.list_streams_groups(self.streams_manager, states, types)
         return listed
 
     # ============================================================================ offset requests
@@ -418,6 +456,10 @@ class GroupCoordinatorShard:
                 ),
             )
             return fx
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:
+            checked = shard_ops.validate_commit(sg, req, False)
+            return self.offset_manager.commit_offsets(req, token, now_ms, checked=checked)
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.commit_offsets(req, token, now_ms)
@@ -437,6 +479,10 @@ class GroupCoordinatorShard:
     ) -> Effects:
         """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`).
         On a consumer group the member checks are `ConsumerGroup.validateOffsetCommit`'s transactional ones."""
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:
+            checked = shard_ops.validate_commit(sg, req, True)
+            return self.offset_manager.txn.commit(req, token, now_ms, checked=checked)
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.txn.commit(req, token, now_ms)
@@ -457,7 +503,7 @@ class GroupCoordinatorShard:
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
         if self.groups.without_offsets(req.group_id):
             return OffsetFetchResult(int(E.GROUP_ID_NOT_FOUND), ())  # Kafka's ShareGroup.validateOffsetFetch
-        g = self.consumer_manager.group(req.group_id)
+        g = self.consumer_manager.group(req.group_id) or self.streams_manager.group(req.group_id)
         if g is not None and req.version >= 9:
             err = g.validate_offset_fetch(req.member_id, req.member_epoch)
             if err:
@@ -471,6 +517,8 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         if self.groups.without_offsets(group_id):
             return (int(E.GROUP_ID_NOT_FOUND), ()), fx  # Kafka's ShareGroup.validateOffsetDelete
+        if group_id in self.streams_manager.groups:  # always allowed for a streams group (spec §12.2)
+            return (NONE, self.offset_manager.delete_offsets(group_id, topics)[1]), fx
         cg = self.consumer_manager.group(group_id)
         if cg is not None:  # a consumer group: no member check (spec §8.6), its subscriptions protect
             return (
@@ -485,6 +533,10 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         results: list[tuple[str, int]] = []
         for gid in dict.fromkeys(ids):
+            sg = self.streams_manager.group(gid)
+            if sg is not None:
+                results.append((gid, shard_ops.delete_group(self.streams_manager, self.offset_manager, sg)))
+                continue
             cg = self.consumer_manager.group(gid)
             if cg is not None:
                 if cg.members:
@@ -552,6 +604,8 @@ class GroupCoordinatorShard:
             self.consumer_manager.replay(record)
         elif isinstance(record, ShareGroupRecord):
             self.share_manager.replay(record)
+        elif isinstance(record, StreamsGroupRecord):
+            self.streams_manager.replay(record)
         elif isinstance(record, SharePartitionRecord):
             self.loaded_share_partitions.append(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
@@ -564,6 +618,7 @@ class GroupCoordinatorShard:
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
         self.consumer_manager.on_loaded(group_ids)
+        self.streams_manager.on_loaded(group_ids)
         self.share_manager.on_loaded(fx, now_ms, group_ids)
         return fx
 
@@ -574,6 +629,7 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.group_manager.unload(group_ids)
         self.consumer_manager.unload(group_ids)
+        self.streams_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
         self.share_manager.unload(fx, group_ids)
         return fx
