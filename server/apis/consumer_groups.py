@@ -15,10 +15,13 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.fast import consumer_group_heartbeat_ok, parse_consumer_group_heartbeat
 from groupcoord.protocol.messages import consumer_group_describe as cgd
 from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
+from groupcoord.server.apis import authz_consumer, loading
+from groupcoord.server.apis.declaration import Api, by_group_id, by_group_ids
 from groupcoord.server.coordinator.modern.consumer import api as m
 from groupcoord.server.net.dispatch import then
 from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
@@ -245,3 +248,24 @@ def consumer_group_describe(ctx: RequestContext, req: cgd.ConsumerGroupDescribeR
 # READ, DELETE and DESCRIBE (what a client may do to a group without an authorizer), as DescribeGroups says
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT_MIN = -(2**31)
+
+
+APIS = (
+    Api(
+        key=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        handler=consumer_group_heartbeat,
+        check=authz_consumer.consumer_group_heartbeat,
+        groups=by_group_id,
+        while_loading=loading.consumer_group_heartbeat,
+        fast_lane=consumer_group_heartbeat_fast,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.CONSUMER_GROUP_DESCRIBE,
+        handler=consumer_group_describe,
+        check=authz_consumer.consumer_group_describe,
+        groups=by_group_ids,
+        while_loading=loading.consumer_group_describe,
+        coordinator=True,
+    ),
+)

@@ -48,6 +48,7 @@ from groupcoord.server.coordinator.modern.consumer.validation import (
     validate_request,
 )
 from groupcoord.server.coordinator.records import ConsumerGroupRecord
+from groupcoord.server.coordinator.registry import CONSUMER, GroupRegistry
 from groupcoord.server.coordinator.types import CancelTimer, ScheduleTimer
 
 E = ErrorCode
@@ -84,8 +85,10 @@ class ConsumerGroupManager:
     def __init__(
         self,
         ctx: OperationContext,
+        registry: GroupRegistry,
         config: ConsumerGroupConfig | None = None,
         id_factory: Callable[[], str] | None = None,
+        downgrade: Callable[[ConsumerGroup, list[str], str], bool] | None = None,
     ) -> None:
         self.ctx = ctx
         self.config = config or ConsumerGroupConfig()
@@ -99,9 +102,16 @@ class ConsumerGroupManager:
         self.journal = ConsumerJournal(ctx, self.config.assignors[0])
         # (group, member) of the classic members whose join timer is armed (Kafka's `scheduleIfAbsent`)
         self._join_armed: set[tuple[str, str]] = set()
-        #: set by the shard: given a group and the members about to be fenced, converts the group to a classic
-        #: group instead when the online downgrade applies (spec §9.2) and says whether it did
-        self.downgrade: Callable[[ConsumerGroup, list[str], str], bool] | None = None
+        #: given a group and the members about to be fenced, converts the group to a classic group instead
+        #: when the online downgrade applies (spec §9.2) and says whether it did (the shard's conversions)
+        self.downgrade = downgrade
+        registry.register(self)
+
+    group_type = CONSUMER
+    holds_offsets = True
+
+    def has(self, group_id: str) -> bool:
+        return group_id in self.groups
 
     def new_member_id(self) -> str:
         return self._new_id()
