@@ -158,7 +158,7 @@ def test_named_difference_first_epoch(oracle_pair) -> None:  # type: ignore[no-u
 
 
 def test_named_difference_assignor_tie(oracle_pair) -> None:  # type: ignore[no-untyped-def]
-    """docs/differences.md 80: one member names `range`, one `uniform`: Kafka 4.4 uses `uniform`, groupcoord
+    """docs/differences.md 83: one member names `range`, one `uniform`: Kafka 4.4 uses `uniform`, groupcoord
     `range` (the lowest name)."""
 
     def tie(r: Recorder, n: Names) -> None:

@@ -205,7 +205,7 @@ def test_named_difference_api_version_ranges(oracle_pair) -> None:  # type: igno
 
 
 def test_named_difference_share_first_assignment(oracle_pair) -> None:  # type: ignore[no-untyped-def]
-    """docs/differences.md 81: a share member's first heartbeat gets no partitions from Kafka 4.4 (their share
+    """docs/differences.md 84: a share member's first heartbeat gets no partitions from Kafka 4.4 (their share
     state is initialised first) and its partition from groupcoord."""
 
     def first(r: Recorder, n: Names) -> None:
