@@ -16,6 +16,7 @@ FAMILIES = {
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[offsets]": "offsets commit/fetch/delete over versions and errors",
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[admin_listing]": "ListGroups filters, Describe/Delete groups of every type, share heartbeat",
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[api_versions]": "ApiVersions (group APIs' ranges)",
+    "test_txn.py": "transactional offsets: InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, require_stable, EndTxn",
     "test_fuzz.py": "differential fuzzer: KIP-848 request sequences, three members",
 }
 NAMED = {
