@@ -18,7 +18,7 @@ FAMILIES = {
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[api_versions]": "ApiVersions (group APIs' ranges)",
     "test_txn.py": "transactional offsets: InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, require_stable, EndTxn",
     "test_migration.py": "online migration classic -> consumer -> classic (types, states, classic heartbeats)",
-    "test_share_fetch.py": "share fetch/acknowledge: locks, RELEASE/REJECT/ACCEPT, delivery limit, session errors",
+    "test_share_fetch.py": "share fetch/acknowledge: locks, ACCEPT/RELEASE/REJECT, redelivery counts, session errors",
     "test_fuzz.py": "differential fuzzer: KIP-848 request sequences, three members",
 }
 NAMED = {
