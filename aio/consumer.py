@@ -27,7 +27,11 @@ class AIOKafkaConsumer(_AIOKafkaConsumer):  # type: ignore[misc]
     """
 
     def __init__(
-        self, *topics: str, group_protocol: str = "classic", group_remote_assignor: str | None = None, **kw: Any
+        self,
+        *topics: str,
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
+        **kw: Any,
     ) -> None:
         protocol = group_protocol.lower()
         if protocol not in GROUP_PROTOCOLS:
@@ -62,7 +66,7 @@ class AIOKafkaConsumer(_AIOKafkaConsumer):  # type: ignore[misc]
         if self._group_protocol == "classic":
             await super().start()
             return
-        assert self._fetcher is None, "Did you call `start` twice?"
+        assert getattr(self, "_fetcher", None) is None, "Did you call `start` twice?"
         await self._client.bootstrap()
         await self._wait_topics()
         self._fetcher = Fetcher(
@@ -100,4 +104,6 @@ class AIOKafkaConsumer(_AIOKafkaConsumer):  # type: ignore[misc]
             if self._subscription.partitions_auto_assigned():
                 await self._subscription.wait_for_assignment()
             else:
-                self._coordinator.start_commit_offsets_refresh_task(self._subscription.subscription.assignment)
+                self._coordinator.start_commit_offsets_refresh_task(
+                    self._subscription.subscription.assignment
+                )

@@ -209,7 +209,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
             await asyncio.sleep(self._retry_backoff_ms / 1000)
             return
         if code in FENCE_ERRORS:
-            log.warning("Member %s fenced (%s): partitions lost, rejoining", self._member_id, ErrorCode(code).name)
+            log.warning(
+                "Member %s fenced (%s): partitions lost, rejoining", self._member_id, ErrorCode(code).name
+            )
             await self._revoke(set(self._owned), lost=True)
             self.member_epoch = 0
             return
@@ -230,7 +232,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
             topic_id = self._topic_ids.get(tp.topic)
             if topic_id is not None:
                 by_topic[topic_id].append(tp.partition)
-        return tuple(HeartbeatTopicPartitions(topic_id=t, partitions=tuple(sorted(p))) for t, p in by_topic.items())
+        return tuple(
+            HeartbeatTopicPartitions(topic_id=t, partitions=tuple(sorted(p))) for t, p in by_topic.items()
+        )
 
     # --- reconciliation ---------------------------------------------------------------------------------
 
@@ -246,7 +250,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         subscribed = self._subscription.subscription
         if subscribed is None:
             return
-        target = {tp for tp in target if tp.topic in subscribed.topics or self._subscription.subscribed_pattern}
+        target = {
+            tp for tp in target if tp.topic in subscribed.topics or self._subscription.subscribed_pattern
+        }
         revoked = self._owned - target
         added = target - self._owned
         first = subscribed.assignment is None
@@ -323,7 +329,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         if node is None:
             return
         response: MetadataResponse = await self._client.send(
-            node, WireRequest(ApiKey.METADATA, 12, request, min_version=10), group=ConnectionGroup.COORDINATION
+            node,
+            WireRequest(ApiKey.METADATA, 12, request, min_version=10),
+            group=ConnectionGroup.COORDINATION,
         )
         for topic in response.topics:
             if topic.name:
@@ -332,7 +340,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
 
     # --- offsets ----------------------------------------------------------------------------------------
 
-    async def _do_commit_offsets(self, assignment: Any, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    async def _do_commit_offsets(
+        self, assignment: Any, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> None:
         """OffsetCommit v9 with the member epoch (Kafka rejects older versions from consumer-protocol members)."""
         if not offsets:
             return
@@ -352,7 +362,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
                 generation_id_or_member_epoch=self.member_epoch,
                 member_id=self._member_id,
                 group_instance_id=self._group_instance_id,
-                topics=tuple(OffsetCommitRequestTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()),
+                topics=tuple(
+                    OffsetCommitRequestTopic(name=t, partitions=tuple(p)) for t, p in by_topic.items()
+                ),
             )
             response: OffsetCommitResponse = await self._send_req(
                 WireRequest(ApiKey.OFFSET_COMMIT, 9, request, min_version=9)

@@ -67,7 +67,9 @@ class CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]
 class Member:
     """One consumer-protocol member consuming ``topic`` into the ledger until stopped."""
 
-    def __init__(self, name: str, bootstrap: str, group: str, topic: str, ledger: Ledger, **kw: object) -> None:
+    def __init__(
+        self, name: str, bootstrap: str, group: str, topic: str, ledger: Ledger, **kw: object
+    ) -> None:
         self.name, self.ledger = name, ledger
         self.listener = CommitOnRevoke(name, ledger)
         self.consumer = AIOKafkaConsumer(

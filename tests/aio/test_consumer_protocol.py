@@ -12,7 +12,6 @@ import threading
 from typing import Any
 
 import pytest
-from aiokafka.structs import TopicPartition
 from confluent_kafka import Consumer
 
 from tests.aio.members import Ledger, Member, produce, until
@@ -34,14 +33,18 @@ async def test_scale_out_and_in_exactly_once_with_commit_on_revoke(oracle_target
     await produce(bootstrap, topic, values(0, 200), PARTITIONS)
     a = await Member("a", bootstrap, group, topic, ledger).start()
     b = await Member("b", bootstrap, group, topic, ledger).start()
-    await until(lambda: len(a.consumer.assignment()) == 3 and len(b.consumer.assignment()) == 3, what="a, b split")
+    await until(
+        lambda: len(a.consumer.assignment()) == 3 and len(b.consumer.assignment()) == 3, what="a, b split"
+    )
     await produce(bootstrap, topic, values(200, 400), PARTITIONS)
     c = await Member("c", bootstrap, group, topic, ledger).start()  # a third joins under load
     await produce(bootstrap, topic, values(400, 600), PARTITIONS)
     await until(lambda: all(len(m.consumer.assignment()) == 2 for m in (a, b, c)), what="three-way split")
     await b.stop()  # one leaves (epoch -1): its partitions move with their committed offsets
     await produce(bootstrap, topic, values(600, 800), PARTITIONS)
-    await until(lambda: len(a.consumer.assignment()) + len(c.consumer.assignment()) == PARTITIONS, what="a, c")
+    await until(
+        lambda: len(a.consumer.assignment()) + len(c.consumer.assignment()) == PARTITIONS, what="a, c"
+    )
     await until(lambda: len(ledger.seen) == 800, what="every record")
     await a.stop()
     await c.stop()
@@ -61,7 +64,9 @@ async def test_fenced_member_loses_partitions_and_rejoins(oracle_target: Any) ->
     member_id = m.consumer.member_id
     coordinator.member_epoch += 5  # an epoch the broker never gave: FENCED_MEMBER_EPOCH
     await until(lambda: any(how == "lost" for _, how, _ in ledger.events), what="partitions lost")
-    await until(lambda: len(m.consumer.assignment()) == 2 and ledger.events[-1][1] == "assigned", what="rejoin")
+    await until(
+        lambda: len(m.consumer.assignment()) == 2 and ledger.events[-1][1] == "assigned", what="rejoin"
+    )
     assert m.consumer.member_id == member_id  # Java keeps its id and rejoins at epoch 0
     await produce(oracle_target.bootstrap, topic, values(0, 20), 2)
     await until(lambda: len(ledger.seen) == 20, what="consumes after rejoin")
@@ -86,7 +91,9 @@ async def test_static_member_restart_moves_nothing(oracle_target: Any) -> None:
     await o.stop()
 
 
-def _librdkafka_member(bootstrap: str, group: str, topic: str, stop: threading.Event, out: dict[str, Any]) -> None:
+def _librdkafka_member(
+    bootstrap: str, group: str, topic: str, stop: threading.Event, out: dict[str, Any]
+) -> None:
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -118,11 +125,14 @@ async def test_mixed_group_with_librdkafka_consumer_protocol_member(oracle_targe
     a = await Member("a", oracle_target.bootstrap, group, topic, ledger).start()
     await until(lambda: len(a.consumer.assignment()) == 4, what="a alone owns all")
     stop, out = threading.Event(), {}
-    thread = threading.Thread(target=_librdkafka_member, args=(oracle_target.bootstrap, group, topic, stop, out))
+    thread = threading.Thread(
+        target=_librdkafka_member, args=(oracle_target.bootstrap, group, topic, stop, out)
+    )
     thread.start()
     try:
         await until(
-            lambda: len(a.consumer.assignment()) == 2 and len(out.get("assigned", ())) == 2, what="shared with rdkafka"
+            lambda: len(a.consumer.assignment()) == 2 and len(out.get("assigned", ())) == 2,
+            what="shared with rdkafka",
         )
         mine = {tp.partition for tp in a.consumer.assignment()}
         assert mine.isdisjoint(out["assigned"]) and mine | out["assigned"] == set(range(4))
