@@ -70,7 +70,7 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._interval_s = kw.get("heartbeat_interval_ms", 3000) / 1000
         self._wake = asyncio.Event()
-        self._left = False
+        self._last_assignment: Any = None
         super().__init__(*args, **kw)
         self.member_id = self._member_id
 
@@ -250,9 +250,11 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         subscribed = self._subscription.subscription
         if subscribed is None:
             return
-        target = {
-            tp for tp in target if tp.topic in subscribed.topics or self._subscription.subscribed_pattern
-        }
+        unknown = {tp for tp in target if tp.topic not in subscribed.topics}
+        if unknown:  # a regex match aiokafka's metadata has not seen yet: refresh, reconcile the rest now
+            self._client.force_metadata_update()
+            self._wake.set()
+            target -= unknown
         revoked = self._owned - target
         added = target - self._owned
         first = subscribed.assignment is None
@@ -269,8 +271,8 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         if not revoked:
             return
         subscribed = self._subscription.subscription
-        assignment = subscribed.assignment if subscribed is not None else None
-        if not lost and assignment is not None and assignment.active and self._enable_auto_commit:
+        assignment = self._last_assignment
+        if not lost and assignment is not None and self._enable_auto_commit:
             offsets = {tp: o for tp, o in assignment.all_consumed_offsets().items() if tp in revoked}
             try:
                 await self.commit_offsets(assignment, offsets)
@@ -287,15 +289,16 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
 
     def _set_assignment(self, partitions: set[TopicPartition]) -> None:
         """Install a new aiokafka Assignment, keeping the positions of the partitions that stay."""
-        old = self._subscription.subscription.assignment
+        old = self._last_assignment  # the previous one, even when a new subscription replaced it
         positions: dict[TopicPartition, int] = {}
         if old is not None:
             for tp in old.tps & partitions:
                 state = old.state_value(tp)
                 if state.has_valid_position:
                     positions[tp] = state.position
-        self._subscription.assign_from_subscribed(set(partitions))
-        new = self._subscription.subscription.assignment
+        topics = self._subscription.subscription.topics
+        self._subscription.assign_from_subscribed({tp for tp in partitions if tp.topic in topics})
+        new = self._last_assignment = self._subscription.subscription.assignment
         for tp, position in positions.items():
             new.state_value(tp).seek(position)
         self.start_commit_offsets_refresh_task(new)

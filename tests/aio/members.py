@@ -84,8 +84,11 @@ class Member:
         self.topic = topic
         self.task: asyncio.Task[None] | None = None
 
-    async def start(self) -> Member:
-        self.consumer.subscribe([self.topic], listener=self.listener)
+    async def start(self, pattern: str | None = None) -> Member:
+        if pattern is not None:
+            self.consumer.subscribe(pattern=pattern, listener=self.listener)
+        else:
+            self.consumer.subscribe([self.topic], listener=self.listener)
         await self.consumer.start()
         self.task = asyncio.create_task(self._run())
         return self

@@ -142,3 +142,20 @@ async def test_mixed_group_with_librdkafka_consumer_protocol_member(oracle_targe
     await until(lambda: len(a.consumer.assignment()) == 4, what="a takes all back after rdkafka leaves")
     await a.stop()
     assert ledger.violations == []
+
+
+async def test_regex_subscription_picks_up_a_topic_created_later(oracle_target: Any) -> None:
+    prefix = oracle_target.unique("aio-rx")
+    first, later = f"{prefix}-a", f"{prefix}-b"
+    oracle_target.create_topic(first, 2)
+    ledger = Ledger()
+    m = Member(
+        "m", oracle_target.bootstrap, oracle_target.unique("aio-g"), first, ledger, metadata_max_age_ms=1000
+    )
+    await m.start(pattern=f"{prefix}-.*")  # resolved by the broker (SubscribedTopicRegex)
+    await until(lambda: {tp.topic for tp in m.consumer.assignment()} == {first}, what="the first topic")
+    oracle_target.create_topic(later, 2)
+    await until(lambda: len(m.consumer.assignment()) == 4, timeout=120, what="the later topic too")
+    await produce(oracle_target.bootstrap, later, values(0, 10), 2)
+    await until(lambda: len(ledger.seen) == 10, what="records of the later topic")
+    await m.stop()
