@@ -196,6 +196,10 @@ def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> An
 
 
 def _txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest, producer_error: ErrorCode) -> Any:
+    if producer_error == E.INVALID_TXN_STATE and ctx.version >= 4:
+        # Kafka's transaction verification (AddPartitionsToTxnManager): a group not in the transaction is
+        # TRANSACTION_ABORTABLE (120) to v4+ (clients that handle it), INVALID_TXN_STATE to older ones
+        producer_error = E.TRANSACTION_ABORTABLE
     plan = plan_commit(
         req.topics,
         ctx.services.topics.has_partition,

@@ -10,17 +10,17 @@ import pytest
 from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupHeartbeatRequest
 from groupcoord.server.coordinator.modern.share.group import ShareHeartbeatRequest
-from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, GroupRegistry
+from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, STREAMS, GroupRegistry
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import JoinGroupRequest, OffsetFetchRequest
 
 
 @dataclass
 class StreamsLike:
-    """A fourth group type as it would plug in: a name, whether its groups commit offsets, its ids."""
+    """A further group type as it would plug in: a name, whether its groups commit offsets, its ids."""
 
     ids: set[str] = field(default_factory=set)
-    group_type: str = "streams"
+    group_type: str = "fifth"
     holds_offsets: bool = True
 
     def has(self, group_id: str) -> bool:
@@ -29,10 +29,11 @@ class StreamsLike:
 
 def test_the_shards_managers_register_themselves_in_order() -> None:
     shard = GroupCoordinatorShard()
-    assert [o.group_type for o in shard.groups] == [CLASSIC, CONSUMER, SHARE]
+    assert [o.group_type for o in shard.groups] == [CLASSIC, CONSUMER, STREAMS, SHARE]
     assert shard.groups.owner(CLASSIC) is shard.group_manager
     assert shard.groups.owner(CONSUMER) is shard.consumer_manager
     assert shard.groups.owner(SHARE) is shard.share_manager
+    assert shard.groups.owner(STREAMS) is shard.streams_manager
 
 
 def test_a_type_registers_once() -> None:
@@ -48,11 +49,11 @@ def test_lookups_name_the_owning_type() -> None:
     share = StreamsLike({"sh"}, group_type=SHARE, holds_offsets=False)
     registry.register(share)
     assert (
-        registry.type_of("s") == "streams"
+        registry.type_of("s") == "fifth"
         and registry.type_of("sh") == SHARE
         and registry.type_of("x") is None
     )
-    assert registry.held_by_other_than("s", SHARE) and not registry.held_by_other_than("s", "streams")
+    assert registry.held_by_other_than("s", SHARE) and not registry.held_by_other_than("s", "fifth")
     assert registry.holds_offsets("s") and not registry.holds_offsets("sh")
     assert registry.without_offsets("sh") and not registry.without_offsets("s")
 

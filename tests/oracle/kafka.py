@@ -75,7 +75,12 @@ LOG4J2 = """Configuration:
   Loggers:
     Root: {{ level: INFO, AppenderRef: [ {{ ref: F }} ] }}
 """
-JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+# -Dlog4j2.level=OFF: a JVM given no log4j2 configuration (a Kafka tool run with these options) logs nothing,
+# as before the SLF4J binding was on the classpath; the broker's own configuration file overrides it.
+JVM_OPTS = (
+    "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+    "-Dlog4j2.level=OFF",
+)  # fmt: skip
 
 
 def groupcoord_flags() -> tuple[str, ...]:

@@ -155,3 +155,29 @@ def test_named_difference_first_epoch(oracle_pair) -> None:  # type: ignore[no-u
 
     kafka_t, ours = run_both(oracle_pair, first_join, "first_epoch")
     assert (kafka_t[-1][1], ours[-1][1]) == (2, 1)
+
+
+def test_named_difference_assignor_tie(oracle_pair) -> None:  # type: ignore[no-untyped-def]
+    """docs/differences.md 83: one member names `range`, one `uniform`: Kafka 4.4 uses `uniform`, groupcoord
+    `range` (the lowest name)."""
+
+    def tie(r: Recorder, n: Names) -> None:
+        g, t = n("g"), n("t")
+        r.target.create_topic(t, 2)
+        c = r.conn()
+        cg_heartbeat(r, c, "m1", g, "m1", 0, topics=(t,), rebalance=30000, assignor="range")
+        cg_heartbeat(r, c, "m2", g, "m2", 0, topics=(t,), rebalance=30000, assignor="uniform")
+        c.send(*_describe(g))
+        r.note("assignor", c.recv().groups[0].assignor_name)
+
+    from tests.oracle.transcript import run_both
+
+    kafka_t, ours = run_both(oracle_pair, tie, "assignor_tie")
+    assert (kafka_t[-1][1], ours[-1][1]) == ("uniform", "range")
+
+
+def _describe(g: str):  # type: ignore[no-untyped-def]
+    from groupcoord.protocol.api import ApiKey
+    from groupcoord.protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+
+    return ApiKey.CONSUMER_GROUP_DESCRIBE, 1, ConsumerGroupDescribeRequest(group_ids=(g,))

@@ -202,3 +202,24 @@ def test_named_difference_api_version_ranges(oracle_pair) -> None:  # type: igno
     kafka_t, ours = run_both(oracle_pair, ranges, "api_ranges")
     for k in KNOWN_RANGE_DIFFERENCES:
         assert kafka_t[-1][1][k] != ours[-1][1][k], f"api {k} now matches Kafka: compare it in SAME_RANGES"
+
+
+def test_named_difference_share_first_assignment(oracle_pair) -> None:  # type: ignore[no-untyped-def]
+    """docs/differences.md 84: a share member's first heartbeat gets no partitions from Kafka 4.4 (their share
+    state is initialised first) and its partition from groupcoord."""
+
+    def first(r: Recorder, n: Names) -> None:
+        g, t = n("g"), n("t")
+        r.target.create_topic(t, 1)
+        c = r.conn()
+        req = ShareGroupHeartbeatRequest(
+            group_id=g, member_id="s1", member_epoch=0, subscribed_topic_names=(t,)
+        )
+        c.send(ApiKey.SHARE_GROUP_HEARTBEAT, 1, req)
+        resp = c.recv()
+        r.note("first", (resp.error_code, sum(len(tp.partitions) for tp in resp.assignment.topic_partitions)))
+
+    from tests.oracle.transcript import run_both
+
+    kafka_t, ours = run_both(oracle_pair, first, "share_first")
+    assert (kafka_t[-1][1], ours[-1][1]) == ([0, 0], [0, 1])

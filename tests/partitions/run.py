@@ -235,6 +235,37 @@ async def read_topic(bootstrap: str, timeout: float = 120) -> dict[tuple[int, in
     return out
 
 
+async def probe_coordinator(cluster: Cluster, group: str = "jg", timeout: float = 30) -> str | None:
+    """After healing: a simple group on `group`'s shard commits at that shard's owner (raw OffsetCommit v2),
+    so a stalled client can be told from a stalled coordinator. None when it did, else why not."""
+    from groupcoord.server.storage.shards import shard_of
+    from tests.cluster.helpers import raw_commit, read_commit_error
+
+    shard = shard_of(group, SHARDS)
+    probe = next(f"probe-{i}" for i in range(10**6) if shard_of(f"probe-{i}", SHARDS) == shard)
+    deadline, why = time.monotonic() + timeout, "no owner"
+    while time.monotonic() < deadline:
+        conn = await asyncpg.connect(cluster.url)
+        try:
+            owner = await conn.fetchval(
+                "SELECT owner FROM shard_lease WHERE shard = $1 AND expires_at > now()", shard
+            )
+        finally:
+            await conn.close()
+        if owner is not None:
+            try:
+                with socket.create_connection((cluster.net.ips[f"n{owner}"], 9092), timeout=5) as sock:
+                    raw_commit(sock, probe, "jp", 1, 1)
+                    code = read_commit_error(sock)
+                if code == 0:
+                    return None
+                why = f"node {owner} answered error {code}"
+            except OSError as e:
+                why = f"node {owner}: {e!r}"
+        await asyncio.sleep(0.5)
+    return why
+
+
 async def _final_commits(url: str) -> dict[int, int]:
     conn = await asyncpg.connect(url)
     try:
@@ -269,6 +300,7 @@ async def run(seed: int, duration: float, workdir: Path, ttl_ms: int = 2000) -> 
         cluster.heal()
         await _ready(cluster.url)
         stuck = await _progress(history, ("produced", "committed"), 60)
+        unavailable = await probe_coordinator(cluster)
         history.with_suffix(".stop").touch()
         assert cluster.workload is not None
         try:
@@ -284,6 +316,8 @@ async def run(seed: int, duration: float, workdir: Path, ttl_ms: int = 2000) -> 
         report.counts["faults"] = len(faults)
         for op in stuck:  # availability, not safety: reported beside the Jepsen names
             report.add("no-progress-after-heal", {"op": op, "within_s": 60})
+        if unavailable is not None:
+            report.add("coordinator-unavailable-after-heal", {"group": "jg", "why": unavailable})
     finally:
         cluster.close()
         (workdir / "timeline.json").write_text(json.dumps(timeline, indent=1))
