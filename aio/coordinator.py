@@ -71,6 +71,7 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         self._interval_s = kw.get("heartbeat_interval_ms", 3000) / 1000
         self._wake = asyncio.Event()
         self._last_assignment: Any = None
+        self._last_listener: Any = None  # unsubscribe() drops the listener before the loop revokes
         super().__init__(*args, **kw)
         self.member_id = self._member_id
 
@@ -109,8 +110,9 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
             await self._coordination_task
         await self._stop_commit_offsets_refresh_task()
 
-    def maybe_leave_group(self) -> asyncio.Task[None]:
-        return asyncio.ensure_future(self._maybe_leave_group())
+    def maybe_leave_group(self) -> None:
+        """aiokafka's unsubscribe() calls this: the loop revokes first, then sends the leave heartbeat."""
+        self._wake.set()
 
     async def _maybe_leave_group(self) -> None:
         """Send the leave heartbeat (epoch -1; -2 keeps a static member's assignment for its restart)."""
@@ -138,9 +140,6 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         subscription = self._subscription.subscription
         while not self._closing.done():
             if subscription is None or not subscription.active:
-                if subscription is not None and self._subscription.subscription is None:
-                    await self._revoke(set(self._owned), lost=False)  # unsubscribe()
-                    await self._maybe_leave_group()
                 await asyncio.wait(
                     [self._subscription.wait_for_subscription(), self._closing],
                     return_when=asyncio.FIRST_COMPLETED,
@@ -174,7 +173,11 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
             task = self._commit_refresh_task
             if task is not None and task.done() and not task.cancelled() and task.exception():
                 await self._push_error_to_user(task.exception())
-            subscription = self._subscription.subscription if not subscription.active else subscription
+            if not subscription.active:
+                subscription = self._subscription.subscription
+                if subscription is None:  # unsubscribe(): revoke first (listener, auto-commit), then leave
+                    await self._revoke(set(self._owned), lost=False)
+                    await self._maybe_leave_group()
         await self._finish()
 
     async def _finish(self) -> None:
@@ -189,6 +192,7 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
 
     async def _heartbeat_once(self, subscription: Any) -> None:
         pattern = self._subscription.subscribed_pattern
+        self._last_listener = self._subscription.listener
         request = ConsumerGroupHeartbeatRequest(
             group_id=self.group_id,
             member_id=self._member_id,
@@ -198,7 +202,7 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
             subscribed_topic_names=None if pattern is not None else tuple(sorted(subscription.topics)),
             subscribed_topic_regex=pattern.pattern if pattern is not None else None,
             server_assignor=self._remote_assignor,
-            topic_partitions=self._owned_wire(),
+            topic_partitions=self._owned_wire() if self.member_epoch > 0 else (),
         )
         response: ConsumerGroupHeartbeatResponse = await self._send_req(
             WireRequest(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, request)
@@ -278,7 +282,7 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
                 await self.commit_offsets(assignment, offsets)
             except Errors.KafkaError as err:
                 log.error("Commit before revocation failed: %s", err)
-        listener = self._subscription.listener
+        listener = self._subscription.listener or self._last_listener
         if lost and listener is not None and hasattr(listener, "on_partitions_lost"):
             await self._call_listener("on_partitions_lost", revoked)
         else:
@@ -304,7 +308,7 @@ class ConsumerProtocolCoordinator(GroupCoordinator):  # type: ignore[misc]
         self.start_commit_offsets_refresh_task(new)
 
     async def _call_listener(self, name: str, partitions: set[TopicPartition]) -> None:
-        listener = self._subscription.listener
+        listener = self._subscription.listener or self._last_listener
         log.info("%s %s for group %s", name, sorted(partitions), self.group_id)
         if listener is None:
             return

@@ -159,3 +159,26 @@ async def test_regex_subscription_picks_up_a_topic_created_later(oracle_target: 
     await produce(oracle_target.bootstrap, later, values(0, 10), 2)
     await until(lambda: len(ledger.seen) == 10, what="records of the later topic")
     await m.stop()
+
+
+async def test_unsubscribe_leaves_and_subscribe_rejoins(oracle_target: Any) -> None:
+    topic, group = oracle_target.unique("aio-rejoin"), oracle_target.unique("aio-g")
+    oracle_target.create_topic(topic, 2)
+    ledger = Ledger()
+    a = await Member("a", oracle_target.bootstrap, group, topic, ledger).start()
+    b = await Member("b", oracle_target.bootstrap, group, topic, ledger).start()
+    await until(lambda: len(a.consumer.assignment()) == 1 and len(b.consumer.assignment()) == 1, what="split")
+    b.consumer.unsubscribe()  # revoke (with the listener's commit), then leave with epoch -1
+    await until(lambda: len(a.consumer.assignment()) == 2, what="a takes b's partition")
+    assert b.consumer.member_epoch == 0 and ("b", "revoked", ()) not in ledger.events
+    b.consumer.subscribe([topic], listener=b.listener)  # rejoin at epoch 0
+    await until(
+        lambda: len(a.consumer.assignment()) == 1 and len(b.consumer.assignment()) == 1, what="re-split"
+    )
+    assert (b.consumer.member_epoch or 0) > 0
+    await produce(oracle_target.bootstrap, topic, values(0, 40), 2)
+    await until(lambda: len(ledger.seen) == 40, what="both consume")
+    await a.stop()
+    await b.stop()
+    assert ledger.violations == [], ledger.events
+    assert [v for v, n in ledger.seen.items() if n != 1] == [], ledger.events
