@@ -182,3 +182,34 @@ async def test_unsubscribe_leaves_and_subscribe_rejoins(oracle_target: Any) -> N
     await b.stop()
     assert ledger.violations == [], ledger.events
     assert [v for v, n in ledger.seen.items() if n != 1] == [], ledger.events
+
+
+async def test_kill_9_of_a_member_moves_its_partitions_after_the_session_timeout(oracle_target: Any) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    topic, group = oracle_target.unique("aio-kill"), oracle_target.unique("aio-g")
+    oracle_target.create_topic(topic, 4)
+    ledger = Ledger()
+    a = await Member("a", oracle_target.bootstrap, group, topic, ledger).start()
+    await until(lambda: len(a.consumer.assignment()) == 4, what="a owns all")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, str(root / "tests" / "aio" / "lone_member.py"), oracle_target.bootstrap, group, topic],
+        cwd=root, stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(root)),
+    )  # fmt: skip
+    try:
+        await until(lambda: len(a.consumer.assignment()) == 2, what="the process member takes two")
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    await until(
+        lambda: len(a.consumer.assignment()) == 4, timeout=120, what="a gets them back (session timeout)"
+    )
+    await produce(oracle_target.bootstrap, topic, values(0, 40), 4)
+    await until(lambda: set(ledger.seen) == set(values(0, 40)), what="all records after the kill")
+    await a.stop()
+    assert ledger.violations == []
