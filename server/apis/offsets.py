@@ -27,13 +27,13 @@ from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.apis.error_answers import commit_errors
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
 
 
-def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
+def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Reply[oc.OffsetCommitResponse]:
     v = ctx.version
     if v == 0:
         return commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
@@ -90,7 +90,7 @@ def _fetch_one(
     return ctx.services.runtime.call(group_id, lambda now: (machine.fetch_offsets(mreq, now), None))
 
 
-def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
+def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.OffsetFetchResponse]:
     v = ctx.version
     if v >= 8:
         results = [
