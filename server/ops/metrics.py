@@ -370,13 +370,20 @@ class StateCollector(Collector):
         yield lag_sum
 
     def _topics_and_lag(self) -> Iterator[Metric]:
+        end: dict[tuple[str, int], int] = {}
+        npart: dict[str, int] = {}
+        yield from self._topics(end, npart)
+        families, by_state, groups, offsets = self._group_lag(end, npart)
+        yield from families
+        yield from self._group_counts(by_state, groups, offsets)
+
+    def _topics(self, end: dict[tuple[str, int], int], npart: dict[str, int]) -> Iterator[Metric]:
+        """Brokers, partitions and offsets of every topic; fills `end` (log end by partition) and `npart`."""
         src = self.source
         brokers = GaugeMetricFamily("kafka_brokers", "Number of brokers in the cluster")
         brokers.add_metric((), 1)
         yield brokers
         logs = src.logs
-        end: dict[tuple[str, int], int] = {}
-        npart: dict[str, int] = {}
         parts = GaugeMetricFamily(
             "kafka_topic_partitions", "Number of partitions of a topic", labels=("topic",)
         )
@@ -414,6 +421,13 @@ class StateCollector(Collector):
         yield cur
         yield old
         yield size
+
+    def _group_lag(
+        self, end: dict[tuple[str, int], int], npart: dict[str, int]
+    ) -> tuple[list[Metric], Counter[str], int, int]:
+        """Classic groups' members, committed offsets and lag (kafka_exporter's names); the classic groups by
+        state, their number and the offsets they hold."""
+        src = self.source
         machine = src.machine
         members = GaugeMetricFamily(
             "kafka_consumergroup_members", "Members of a consumer group", labels=("consumergroup",)
@@ -475,11 +489,12 @@ class StateCollector(Collector):
                 for topic, (osum, lsum) in sums.items():
                     offset_sum.add_metric((gid, topic), osum)
                     lag_sum.add_metric((gid, topic), lsum)
-        yield members
-        yield offset
-        yield offset_sum
-        yield lag
-        yield lag_sum
+        return [members, offset, offset_sum, lag, lag_sum], by_state, groups, offsets
+
+    def _group_counts(self, by_state: Counter[str], groups: int, offsets: int) -> Iterator[Metric]:
+        """Kafka's group and offset counts, by protocol and state; the load time and the loading flag."""
+        src = self.source
+        machine = src.machine
         consumer_states: Counter[str] = Counter()
         share_states: Counter[str] = Counter()
         if machine is not None:
