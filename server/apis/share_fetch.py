@@ -179,6 +179,19 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
     for k in (*partition_errors, *ack_results, *(k for k, f in fetched.items() if f.acquired or f.error)):
         if k not in listed:
             listed.append(k)
+    return _fetch_response(ctx, resolved, listed, fetched, ack_results, partition_errors, lock_ms)
+
+
+def _fetch_response(
+    ctx: RequestContext,
+    resolved: _Resolved,
+    listed: list[Key],
+    fetched: dict[Key, Fetched],
+    ack_results: dict[Key, tuple[int, str | None]],
+    partition_errors: dict[Key, int],
+    lock_ms: int,
+) -> sf.ShareFetchResponse:
+    """The answer: each listed partition with its error, acknowledgement result, records and acquired ranges."""
     by_topic: dict[str, list[sf.SharePartitionData]] = {}
     leaders = _Leaders(ctx, resolved)
     for k in listed:
