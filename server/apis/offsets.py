@@ -93,69 +93,9 @@ def _fetch_one(
 def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.OffsetFetchResponse]:
     v = ctx.version
     if v >= 8:
-        results = [
-            _fetch_one(
-                ctx,
-                g.group_id,
-                None if g.topics is None else tuple((t.name, t.partition_indexes) for t in g.topics),
-                req.require_stable,
-                g.member_id,
-                g.member_epoch,
-            )
-            for g in req.groups
-        ]
-        ids = [g.group_id for g in req.groups]
-
-        def build(done: list[m.OffsetFetchResult]) -> of.OffsetFetchResponse:
-            return of.OffsetFetchResponse(
-                groups=tuple(
-                    of.OffsetFetchResponseGroup(
-                        group_id=gid,
-                        error_code=r.error,
-                        topics=tuple(
-                            of.OffsetFetchResponseTopics(
-                                name=topic,
-                                partitions=tuple(
-                                    of.OffsetFetchResponsePartitions(
-                                        partition_index=p.partition,
-                                        committed_offset=p.offset,
-                                        committed_leader_epoch=p.leader_epoch,
-                                        metadata=p.metadata,
-                                        error_code=p.error,
-                                    )
-                                    for p in parts
-                                ),
-                            )
-                            for topic, parts in r.topics
-                        ),
-                    )
-                    for gid, r in zip(ids, done, strict=True)
-                )
-            )
-
-        if any(isinstance(r, asyncio.Future) for r in results):
-            return then(asyncio.ensure_future(_gather(results)), build)
-        return build(results)
-
+        return _fetch_groups(ctx, req)
     if v == 0:
-        topics = req.topics or ()
-        return of.OffsetFetchResponse(
-            topics=tuple(
-                of.OffsetFetchResponseTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        of.OffsetFetchResponsePartition(
-                            partition_index=p,
-                            committed_offset=-1,
-                            metadata="",
-                            error_code=ErrorCode.UNSUPPORTED_VERSION,
-                        )
-                        for p in t.partition_indexes
-                    ),
-                )
-                for t in topics
-            )
-        )
+        return _fetch_v0(req)
     wanted = None if req.topics is None else tuple((t.name, t.partition_indexes) for t in req.topics)
     result = _fetch_one(ctx, req.group_id, wanted, req.require_stable)
 
@@ -182,6 +122,75 @@ def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.Of
         )
 
     return then(result, build_one)
+
+
+def _fetch_groups(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.OffsetFetchResponse]:
+    """v8+: several groups in one request, each answered with its own error."""
+    results = [
+        _fetch_one(
+            ctx,
+            g.group_id,
+            None if g.topics is None else tuple((t.name, t.partition_indexes) for t in g.topics),
+            req.require_stable,
+            g.member_id,
+            g.member_epoch,
+        )
+        for g in req.groups
+    ]
+    ids = [g.group_id for g in req.groups]
+
+    def build(done: list[m.OffsetFetchResult]) -> of.OffsetFetchResponse:
+        return of.OffsetFetchResponse(
+            groups=tuple(
+                of.OffsetFetchResponseGroup(
+                    group_id=gid,
+                    error_code=r.error,
+                    topics=tuple(
+                        of.OffsetFetchResponseTopics(
+                            name=topic,
+                            partitions=tuple(
+                                of.OffsetFetchResponsePartitions(
+                                    partition_index=p.partition,
+                                    committed_offset=p.offset,
+                                    committed_leader_epoch=p.leader_epoch,
+                                    metadata=p.metadata,
+                                    error_code=p.error,
+                                )
+                                for p in parts
+                            ),
+                        )
+                        for topic, parts in r.topics
+                    ),
+                )
+                for gid, r in zip(ids, done, strict=True)
+            )
+        )
+
+    if any(isinstance(r, asyncio.Future) for r in results):
+        return then(asyncio.ensure_future(_gather(results)), build)
+    return build(results)
+
+
+def _fetch_v0(req: of.OffsetFetchRequest) -> of.OffsetFetchResponse:
+    """v0 (offsets in ZooKeeper) is not served: every partition asked for gets UNSUPPORTED_VERSION."""
+    topics = req.topics or ()
+    return of.OffsetFetchResponse(
+        topics=tuple(
+            of.OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    of.OffsetFetchResponsePartition(
+                        partition_index=p,
+                        committed_offset=-1,
+                        metadata="",
+                        error_code=ErrorCode.UNSUPPORTED_VERSION,
+                    )
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in topics
+        )
+    )
 
 
 async def _gather(items: list[Any]) -> list[Any]:
