@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-report report clean
+.PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-kafka bench-report report clean
 
 setup: $(STAMP) $(DRIVERS_STAMP)
 
@@ -121,6 +121,13 @@ bench-share: setup
 # on one throw-away PostgreSQL, beside a single node in the same run; partition failover time after kill -9
 bench-cluster: setup
 	$(BIN)/python bench/cluster_data_plane.py
+
+# groupcoord against Apache Kafka 4.4 in the same run, CPU per operation from /proc (bench/kafka.py). The jars:
+# KAFKA_JARS, else .venv/oracle/jars (`make setup` fetches them with the oracle's pom), else the session's copy.
+KAFKA_JARS ?= $(if $(wildcard $(VENV)/oracle/jars/kafka_2.13-*.jar),$(VENV)/oracle/jars,/work/oracle/jars)
+BENCH_KAFKA_ARGS ?=
+bench-kafka: setup
+	KAFKA_JARS=$(KAFKA_JARS) $(BIN)/python bench/kafka.py $(BENCH_KAFKA_ARGS)
 
 # Where the server's CPU goes per heartbeat (py-spy; bench/cpu_profile.py)
 bench-profile: setup
