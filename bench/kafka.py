@@ -122,9 +122,8 @@ class Target:
 
 def start_groupcoord() -> Target:
     port, tmp = free_port(), tempfile.mkdtemp(prefix="bench-kafka-gc-")
-    exe = ROOT / ".venv" / "bin" / "groupcoord"
-    head = [str(exe)] if exe.exists() else [PY, "-m", "groupcoord.server"]
-    argv = [*head, "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", f"{tmp}/data",
+    # this interpreter, not .venv/bin/groupcoord (a copied venv's script runs its origin's interpreter)
+    argv = [PY, "-m", "groupcoord.server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", f"{tmp}/data",
             "--group-initial-rebalance-delay-ms", "0", "--log-level", "warning"]  # fmt: skip
     return Target("groupcoord", argv, tmp, port)
 

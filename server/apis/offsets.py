@@ -18,6 +18,7 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
@@ -46,6 +47,15 @@ def commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitRes
     )
 
 
+def _response_partitions(parts: Any) -> Any:
+    """A topic's (partition, error) pairs as the response's partitions: kept as columns when the state machine
+    answered in columns (protocol/fast.py then writes the frame without a row object), else the codec's
+    dataclasses."""
+    if type(parts) is Columns:
+        return Columns(oc.OffsetCommitResponsePartition, *parts.cols)
+    return tuple(oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts)
+
+
 def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     v = ctx.version
     if v == 0:
@@ -55,12 +65,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     def respond(result: m.OffsetCommitResult | None) -> oc.OffsetCommitResponse:
         return oc.OffsetCommitResponse(
             topics=tuple(
-                oc.OffsetCommitResponseTopic(
-                    name=name,
-                    partitions=tuple(
-                        oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts
-                    ),
-                )
+                oc.OffsetCommitResponseTopic(name=name, partitions=_response_partitions(parts))
                 for name, parts in plan.answer(result)
             )
         )
@@ -77,7 +82,6 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         topics=tuple(plan.accepted),
     )
     machine = ctx.services.machine
-    failed = plan.failed()
     topics = ctx.services.topics
 
     def topic_id(name: str) -> uuid.UUID | None:
@@ -85,7 +89,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         return None if info is None else info.topic_id
 
     call = ctx.services.runtime.call_parked(
-        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), lambda: failed
+        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), plan.failed
     )
     return then(call, respond)
 

@@ -9,14 +9,22 @@ live here.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable
+from itertools import repeat
+from typing import Any
 
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.commit_checks import validate_offset_commit
 from groupcoord.server.coordinator.consumer import CONSUMER
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
-from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.coordinator.records import (
+    OffsetRecord,
+    OffsetValue,
+    new_offset_record,
+    new_offset_value,
+)
 from groupcoord.server.coordinator.txn_offsets import TxnOffsets
 from groupcoord.server.coordinator.types import (
     CommitPartition,
@@ -66,8 +74,17 @@ class OffsetMetadataManager:
             return fx
         max_meta = self.ctx.config.offset_metadata_max_bytes
         retention = req.retention_time_ms if 2 <= req.version <= 4 and req.retention_time_ms != -1 else None
+        expire = now_ms + retention if retention is not None else -1
+        gid = req.group_id
+
+        def fits(parts: object) -> bool:
+            return _fits(parts, req.version, max_meta)
+
         pending: dict[tuple[str, int], OffsetValue] = {}
         for topic, parts in req.topics:
+            if fits(parts):  # columns (server/apis/commit_plan.py): no row objects
+                self._stage_columns(fx, gid, topic, parts.cols, now_ms, expire, pending)  # type: ignore[attr-defined]
+                continue
             for p in parts:
                 meta = p.metadata if p.metadata is not None else ""
                 if len(meta) > max_meta:
@@ -78,10 +95,10 @@ class OffsetMetadataManager:
                     leader_epoch=p.leader_epoch,
                     metadata=meta,
                     commit_timestamp=commit_ts,
-                    expire_timestamp=now_ms + retention if retention is not None else -1,
+                    expire_timestamp=expire,
                 )
                 pending[(topic, p.partition)] = value
-                fx.record(OffsetRecord(req.group_id, topic, p.partition, value))
+                fx.record(OffsetRecord(gid, topic, p.partition, value))
 
         def error_of(topic: str, p: CommitPartition, ok: bool) -> int:
             meta = p.metadata if p.metadata is not None else ""
@@ -92,30 +109,48 @@ class OffsetMetadataManager:
         if not pending:
             fx.reply(token, _commit_result(req, lambda t, p: error_of(t, p, True)))
             return fx
-        gid = req.group_id
-        for topic, partition in pending:
-            k = (gid, topic, partition)
-            self.inflight[k] = self.inflight.get(k, 0) + 1
+        inflight = self.inflight
+        for k in _inflight_keys(gid, pending):
+            inflight[k] = inflight.get(k, 0) + 1
 
         def after(ok: bool, now: int) -> Effects:
             fx2 = self.ctx.begin(now)
-            for topic, partition in pending:
-                k = (gid, topic, partition)
-                n = self.inflight.get(k, 0) - 1
+            for k in _inflight_keys(gid, pending):
+                n = inflight.get(k, 0) - 1
                 if n > 0:
-                    self.inflight[k] = n
+                    inflight[k] = n
                 else:
-                    self.inflight.pop(k, None)
+                    inflight.pop(k, None)
             if ok:
                 if self.group_manager.group(gid) is None and not self.other_group_exists(gid):
                     # deleted meanwhile: recreated, as a replay would
                     self.group_manager.add_simple_group(gid, now)
                 self.offsets.setdefault(gid, {}).update(pending)
-            fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok)))
+            uniform = NONE if ok else PERSIST_ERROR
+            fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok), uniform, fits))
             return fx2
 
         fx.after_persist = after
         return fx
+
+    def _stage_columns(
+        self,
+        fx: Effects,
+        gid: str,
+        topic: str,
+        cols: tuple[tuple[Any, ...], ...],
+        now_ms: int,
+        expire: int,
+        pending: dict[tuple[str, int], OffsetValue],
+    ) -> None:
+        """One topic's partitions of a commit, column by column: the values and their records (the state's
+        own objects) and nothing else per partition."""
+        indexes, offsets, epochs, _, metadata = cols
+        if None in metadata:
+            metadata = tuple("" if m is None else m for m in metadata)
+        values = list(map(new_offset_value, zip(offsets, epochs, metadata, repeat(now_ms), repeat(expire))))
+        pending.update(zip(zip(repeat(topic), indexes), values, strict=True))
+        fx.record_all(map(new_offset_record, zip(repeat(gid), repeat(topic), indexes, values)))
 
     # ================================================================================= OffsetFetch
 
@@ -296,9 +331,36 @@ class OffsetMetadataManager:
 # ============================================================================================ helpers
 
 
+def _pair(partition: int, error: int) -> tuple[int, int]:
+    return (partition, error)
+
+
+def _fits(parts: object, version: int, max_meta: int) -> bool:
+    """Whether a topic's partitions are columns (server/apis/commit_plan.py) whose metadata all fit: then one
+    error answers them all and the columns path stores them."""
+    if type(parts) is not Columns or version == 1:  # v1 carries a commit timestamp per partition
+        return False
+    metadata = parts.cols[4]
+    return max((len(m) for m in metadata if m), default=0) <= max_meta
+
+
+def _inflight_keys(gid: str, pending: dict[tuple[str, int], OffsetValue]) -> Iterable[tuple[str, str, int]]:
+    return ((gid, topic, partition) for topic, partition in pending)
+
+
 def _commit_result(
-    req: OffsetCommitRequest, error_of: Callable[[str, CommitPartition], int]
+    req: OffsetCommitRequest,
+    error_of: Callable[[str, CommitPartition], int],
+    uniform: int | None = None,
+    fits: Callable[[object], bool] | None = None,
 ) -> OffsetCommitResult:
-    return OffsetCommitResult(
-        tuple((topic, tuple((p.partition, error_of(topic, p)) for p in parts)) for topic, parts in req.topics)
-    )
+    """Every partition's error; a topic `fits` accepts (columns whose metadata all fit) gets `uniform`, as
+    columns."""
+    out: list[tuple[str, Any]] = []
+    for topic, parts in req.topics:
+        if uniform is not None and fits is not None and fits(parts):
+            indexes = parts.cols[0]  # type: ignore[attr-defined]
+            out.append((topic, Columns(_pair, indexes, (uniform,) * len(indexes))))
+        else:
+            out.append((topic, tuple((p.partition, error_of(topic, p)) for p in parts)))
+    return OffsetCommitResult(tuple(out))
