@@ -10,7 +10,9 @@ DATA   ?= ./data
 
 .PHONY: setup links run test test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-kafka bench-report report clean
 
-setup: $(STAMP) $(DRIVERS_STAMP)
+ORACLE_STAMP  := $(VENV)/oracle/jars/.stamp-kafka-4.4.0
+
+setup: $(STAMP) $(DRIVERS_STAMP) $(ORACLE_STAMP)
 
 # Re-installs only when pyproject.toml or the pins change; otherwise `make setup` is a no-op. constraints.txt
 # pins the versions, the same file the Dockerfile installs with.
@@ -50,6 +52,18 @@ links:
 # .venv/drivers/; tests/drivers/setup.sh is a no-op once its stamp exists.
 $(DRIVERS_STAMP): tests/drivers/setup.sh | $(STAMP)
 	@PYTHON=$(BIN)/python sh tests/drivers/setup.sh
+
+# Apache Kafka 4.4.0's runtime jars, the oracle tests/oracle/ runs scenarios against (tests/oracle/pom.xml:
+# kafka_2.13 + kafka-tools + kafka-streams, nothing built), once, with Maven's own repository configuration.
+# Without java or mvn: a note, and those tests skip with the reason.
+$(ORACLE_STAMP): tests/oracle/pom.xml | $(STAMP)
+	@if command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1; then \
+	  echo "fetching Apache Kafka 4.4.0's jars (the tests' oracle) into $(VENV)/oracle/jars ..."; \
+	  mvn -q -B -f tests/oracle/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(CURDIR)/$(VENV)/oracle/jars && touch $@; \
+	else \
+	  echo "note: java or mvn not found: the Kafka 4.4 oracle tests (tests/oracle/) skip; apt-get install openjdk-17-jre-headless maven"; \
+	fi
 
 run: setup
 	$(BIN)/groupcoord serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
