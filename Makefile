@@ -136,9 +136,10 @@ bench-share: setup
 bench-cluster: setup
 	$(BIN)/python bench/cluster_data_plane.py
 
-# groupcoord against Apache Kafka 4.4 in the same run, CPU per operation from /proc (bench/kafka.py). The jars:
-# KAFKA_JARS, else .venv/oracle/jars (`make setup` fetches them with the oracle's pom), else the session's copy.
-KAFKA_JARS ?= $(if $(wildcard $(VENV)/oracle/jars/kafka_2.13-*.jar),$(VENV)/oracle/jars,/work/oracle/jars)
+# groupcoord against Apache Kafka 4.4 in the same run, CPU per operation from /proc (bench/kafka.py), on the
+# oracle's jars (`make setup` fetches them with tests/oracle/pom.xml into .venv/oracle/jars; KAFKA_JARS overrides).
+# BENCH_KAFKA_ARGS: e.g. "--rounds 5 --rows commit,share1" (python bench/kafka.py --help).
+KAFKA_JARS ?= $(VENV)/oracle/jars
 BENCH_KAFKA_ARGS ?=
 bench-kafka: setup
 	KAFKA_JARS=$(KAFKA_JARS) $(BIN)/python bench/kafka.py $(BENCH_KAFKA_ARGS)

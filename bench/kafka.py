@@ -91,12 +91,18 @@ def api_versions_answered(port: int) -> bool:
 class Target:
     """One server process we started (always stopped: TERM, then KILL), with its cold start measured."""
 
-    def __init__(self, name: str, argv: list[str], tmp: str, port: int) -> None:
+    def __init__(
+        self, name: str, argv: list[str], tmp: str, port: int, env: dict[str, str] | None = None
+    ) -> None:
         self.name, self.target, self.tmp, self.port = name, name, tmp, port
         self.log = open(os.path.join(tmp, "server.log"), "wb")  # noqa: SIM115
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            pinned(SERVER_CORE, argv), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+            pinned(SERVER_CORE, argv),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
         )
         self.pid = self.proc.pid
         deadline = t0 + 180
@@ -120,12 +126,32 @@ class Target:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def start_groupcoord() -> Target:
+def start_groupcoord(name: str = "groupcoord", source: Path | None = None) -> Target:
+    """This checkout's server, or (`source`) the tree of an earlier commit laid out by `baseline_tree`."""
     port, tmp = free_port(), tempfile.mkdtemp(prefix="bench-kafka-gc-")
     # this interpreter, not .venv/bin/groupcoord (a copied venv's script runs its origin's interpreter)
     argv = [PY, "-m", "groupcoord.server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data-dir", f"{tmp}/data",
             "--group-initial-rebalance-delay-ms", "0", "--log-level", "warning"]  # fmt: skip
-    return Target("groupcoord", argv, tmp, port)
+    env = None
+    if source is not None:  # its packages first on the path: `groupcoord.*` is that commit's code
+        env = {**os.environ, "PYTHONPATH": str(source / "_src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    return Target(name, argv, tmp, port, env)
+
+
+def baseline_tree(rev: str) -> Path:
+    """`git archive` of `rev` in a temporary directory, with _src/groupcoord/ linking each of its packages as
+    pyproject's package-dir maps them (what `make links` does for a checkout)."""
+    import tomllib
+
+    out = Path(tempfile.mkdtemp(prefix="bench-kafka-base-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    top = out / "_src" / "groupcoord"
+    top.mkdir(parents=True)
+    dirs = tomllib.loads((out / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for name, folder in dirs.items():
+        (top / name.removeprefix("groupcoord.")).symlink_to(out / folder)
+    return out
 
 
 def start_kafka(jars: Path) -> Target:
@@ -268,42 +294,60 @@ def fmt_ratio(rs: list[float]) -> str:
     return f"{med:.2f}x" if len(rs) == 1 else f"{med:.2f}x ({min(rs):.2f}-{max(rs):.2f})"
 
 
-def table(results: dict, cold: dict, selected: list[str], info: dict, la: tuple[str, str]) -> str:
+def _cell(xs: list[dict]) -> str:
+    return f"{statistics.median(x['cpu_us'] for x in xs):.2f}" if xs else "FAILED"
+
+
+def _notes(name: str, xs: list[dict]) -> list[str]:
+    med = lambda k: statistics.median(x[k] for x in xs if k in x)  # noqa: E731
+    errs: dict[str, int] = {}
+    for x in xs:
+        for c, n in x["errors"].items():
+            errs[c] = errs.get(c, 0) + n
+    out = []
+    if xs and "rate" in xs[0]:
+        out.append(f"{name} {med('rate'):,.0f}/s")
+    if xs and "wall_ms" in xs[0]:
+        out.append(f"{name} {med('wall_ms'):.0f} ms after the last join")
+    if xs and "retries" in xs[0]:
+        out.append(f"{name} {sum(x['retries'] for x in xs)} CONCURRENT_TRANSACTIONS retries")
+    out.append(f"{name} errors: {errs or 'none'}")
+    return out
+
+
+def table(
+    results: dict, cold: dict, selected: list[str], ours: list[str], info: dict, la: tuple[str, str]
+) -> str:
+    """One row per scenario: each of `ours` (this checkout first, then a baseline) and Kafka, and Kafka's CPU
+    per operation over each of ours (median of the rounds' ratios, their range in brackets)."""
+    heads = [*ours, "Kafka 4.4", *(f"Kafka CPU / {n}" for n in ours)]
     lines = [
         f"groupcoord vs Apache Kafka 4.4, {info['date']}; {info['platform']}, python {info['python']}, "
         f"nproc {info['nproc']}, {info['cpu']}; {info['taskset']}; loadavg {la[0]} -> {la[1]}",
         "",
-        "| row | unit | groupcoord | Kafka 4.4 | Kafka CPU / ours | notes |",
-        "|---|---|---|---|---|---|",
+        f"| row | unit | {' | '.join(heads)} | notes |",
+        "|---|---|" + "---|" * len(heads) + "---|",
     ]
     for key, title, unit, _ in ROWS:
         if key not in selected:
             continue
-        ours, theirs = results["groupcoord"].get(key, []), results["kafka"].get(key, [])
-        if not ours or not theirs:
-            lines.append(f"| {title} | {unit} | {'FAILED' if not ours else ''} | {'FAILED' if not theirs else ''} | - | "
-                         f"{results['failures'].get(key, '')[:120]} |")  # fmt: skip
-            continue
-        med = lambda xs, k: statistics.median(x[k] for x in xs if k in x)  # noqa: E731
-        ratios = [k["cpu_us"] / o["cpu_us"] for o, k in zip(ours, theirs, strict=False) if o["cpu_us"]]
-        notes = []
-        for side, xs in (("ours", ours), ("Kafka", theirs)):
-            errs: dict[str, int] = {}
-            for x in xs:
-                for c, n in x["errors"].items():
-                    errs[c] = errs.get(c, 0) + n
-            if "rate" in xs[0]:
-                notes.append(f"{side} {med(xs, 'rate'):,.0f}/s")
-            if "wall_ms" in xs[0]:
-                notes.append(f"{side} {med(xs, 'wall_ms'):.0f} ms after the last join")
-            if "retries" in xs[0]:
-                notes.append(f"{side} {sum(x['retries'] for x in xs)} CONCURRENT_TRANSACTIONS retries")
-            notes.append(f"{side} errors: {errs or 'none'}")
-        lines.append(f"| {title} | {unit} | {med(ours, 'cpu_us'):.2f} | {med(theirs, 'cpu_us'):.2f} | "
-                     f"{fmt_ratio(ratios)} | {'; '.join(notes)} |")  # fmt: skip
-    g, k = cold["groupcoord"], cold["kafka"]
-    lines.append(f"| cold start to the first answered ApiVersions | CPU-s (wall s) | {g[1]:.2f} ({g[0]:.1f}) | "
-                 f"{k[1]:.2f} ({k[0]:.1f}) | {k[1] / g[1]:.2f}x | one start each; Kafka's format step not counted |")  # fmt: skip
+        kafka = results["kafka"].get(key, [])
+        cells = [_cell(results[n].get(key, [])) for n in ours] + [_cell(kafka)]
+        notes: list[str] = []
+        for n in ours:
+            mine = results[n].get(key, [])
+            rs = [k["cpu_us"] / o["cpu_us"] for o, k in zip(mine, kafka, strict=False) if o["cpu_us"]]
+            cells.append(fmt_ratio(rs))
+            notes += _notes(n, mine)
+        notes += _notes("Kafka", kafka)
+        if key in results["failures"]:
+            notes.append(f"FAILED {results['failures'][key][:120]}")
+        lines.append(f"| {title} | {unit} | {' | '.join(cells)} | {'; '.join(notes)} |")
+    k = cold["kafka"]
+    cells = [f"{cold[n][1]:.2f} ({cold[n][0]:.1f})" for n in ours] + [f"{k[1]:.2f} ({k[0]:.1f})"]
+    cells += [f"{k[1] / cold[n][1]:.2f}x" for n in ours]
+    lines.append(f"| cold start to the first answered ApiVersions | CPU-s (wall s) | {' | '.join(cells)} | "
+                 "one start each; Kafka's storage format step not counted |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -316,6 +360,8 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per pipelined row")
     ap.add_argument("--records", type=int, default=10000, help="records per share row")
     ap.add_argument("--rows", default=",".join(r[0] for r in ROWS), help="comma-separated row keys")
+    ap.add_argument("--baseline", default=None, metavar="REV",
+                    help="also run groupcoord at this git revision (before/after in the same run)")  # fmt: skip
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
     if not Path(args.jars).is_dir() or not any(Path(args.jars).glob("kafka_2.13-*.jar")):
@@ -323,18 +369,22 @@ def main() -> int:
     selected = args.rows.split(",")
     rows = [r for r in ROWS if r[0] in selected]
     info, la0 = machine(), loadavg()
-    results: dict = {"groupcoord": {}, "kafka": {}, "failures": {}}
+    ours = ["groupcoord"] + ([f"groupcoord@{args.baseline}"] if args.baseline else [])
+    results: dict = {n: {} for n in [*ours, "kafka"]} | {"failures": {}}
     targets: dict[str, Target] = {}
+    base_tree = baseline_tree(args.baseline) if args.baseline else None
     seq = [0]
     try:
         targets["kafka"] = start_kafka(Path(args.jars))
         targets["groupcoord"] = start_groupcoord()
+        if base_tree is not None:
+            targets[ours[1]] = start_groupcoord(ours[1], base_tree)
         for t in targets.values():
             asyncio.run(prepare(t.port))
+        names = [*ours, "kafka"]
         plan = [("warm-up", ["kafka"])] * args.warmup_rounds
         plan += [
-            (f"round {i + 1}", ["groupcoord", "kafka"][:: 1 if i % 2 == 0 else -1])
-            for i in range(args.rounds)
+            (f"round {i + 1}", names[i % len(names) :] + names[: i % len(names)]) for i in range(args.rounds)
         ]
         for label, order in plan:
             for key, title, _, fn in rows:
@@ -354,8 +404,10 @@ def main() -> int:
     finally:
         for t in targets.values():
             t.stop()
-    text = table(results, cold, selected, info, (la0, loadavg()))
-    text += f"\n\nserver RSS at the end: groupcoord {rss['groupcoord']:.0f} MB, Kafka {rss['kafka']:.0f} MB"
+        if base_tree is not None:
+            shutil.rmtree(base_tree, ignore_errors=True)
+    text = table(results, cold, selected, ours, info, (la0, loadavg()))
+    text += "\n\nserver RSS at the end: " + ", ".join(f"{n} {v:.0f} MB" for n, v in rss.items())
     print(text, flush=True)
     if args.json_out:
         Path(args.json_out).write_text(
