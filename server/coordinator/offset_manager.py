@@ -2,7 +2,7 @@
 half of deletion and loading (Kafka's `OffsetMetadataManager`).
 
 Commits are validated against the group manager's groups (generation, member, fencing) but the offsets and
-the count of commits still being written (`inflight`, what RequireStable reports as UNSTABLE_OFFSET_COMMIT)
+the commits still being written (`inflight`, what RequireStable reports as UNSTABLE_OFFSET_COMMIT)
 live here.
 """
 
@@ -46,9 +46,10 @@ class OffsetMetadataManager:
         self.ctx = ctx
         self.group_manager = group_manager
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
-        self.inflight: dict[
-            tuple[str, str, int], int
-        ] = {}  # unpersisted commits per partition (RequireStable)
+        #: per group, the offsets of each commit still being written (RequireStable's UNSTABLE_OFFSET_COMMIT):
+        #: one entry per commit, not per partition, so a commit of 100 partitions costs one append and one
+        #: removal here (issue 39)
+        self.inflight: dict[str, list[dict[tuple[str, int], OffsetValue]]] = {}
         #: transactional offsets waiting for their transaction's marker (also UNSTABLE with RequireStable)
         self.txn = TxnOffsets(ctx, group_manager, self.offsets)
         #: offsets OffsetDelete removed since start: Kafka's offset-deletion-count (the tombstones written)
@@ -109,18 +110,11 @@ class OffsetMetadataManager:
         if not pending:
             fx.reply(token, _commit_result(req, lambda t, p: error_of(t, p, True)))
             return fx
-        inflight = self.inflight
-        for k in _inflight_keys(gid, pending):
-            inflight[k] = inflight.get(k, 0) + 1
+        self.inflight.setdefault(gid, []).append(pending)
 
         def after(ok: bool, now: int) -> Effects:
             fx2 = self.ctx.begin(now)
-            for k in _inflight_keys(gid, pending):
-                n = inflight.get(k, 0) - 1
-                if n > 0:
-                    inflight[k] = n
-                else:
-                    inflight.pop(k, None)
+            self._landed(gid, pending)
             if ok:
                 if self.group_manager.group(gid) is None and not self.other_group_exists(gid):
                     # deleted meanwhile: recreated, as a replay would
@@ -152,6 +146,22 @@ class OffsetMetadataManager:
         pending.update(zip(zip(repeat(topic), indexes), values, strict=True))
         fx.record_all(map(new_offset_record, zip(repeat(gid), repeat(topic), indexes, values)))
 
+    def is_inflight(self, gid: str, topic: str, partition: int) -> bool:
+        """Whether a commit of this partition is still being written."""
+        return any((topic, partition) in commit for commit in self.inflight.get(gid, ()))
+
+    def _landed(self, gid: str, pending: dict[tuple[str, int], OffsetValue]) -> None:
+        """A commit's write finished (or failed): it is no longer in flight."""
+        commits = self.inflight.get(gid)
+        if commits is None:
+            return  # unloaded meanwhile
+        for i, c in enumerate(commits):
+            if c is pending:
+                del commits[i]
+                break
+        if not commits:
+            del self.inflight[gid]
+
     # ================================================================================= OffsetFetch
 
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
@@ -182,7 +192,7 @@ class OffsetMetadataManager:
         self, gid: str, topic: str, partition: int, v: OffsetValue | None, require_stable: bool
     ) -> FetchedPartition:
         if require_stable and (
-            (gid, topic, partition) in self.inflight or self.txn.is_pending(gid, topic, partition)
+            self.is_inflight(gid, topic, partition) or self.txn.is_pending(gid, topic, partition)
         ):
             return FetchedPartition(partition, -1, -1, "", int(E.UNSTABLE_OFFSET_COMMIT))
         if v is None:
@@ -272,7 +282,7 @@ class OffsetMetadataManager:
         for (topic, partition), v in list(offsets.items()):
             if (
                 topic in subscribed
-                or (gid, topic, partition) in self.inflight
+                or self.is_inflight(gid, topic, partition)
                 or self.txn.is_pending(gid, topic, partition)
             ):
                 continue
@@ -286,7 +296,7 @@ class OffsetMetadataManager:
     # ====================================================================== deletion and loading
 
     def has_pending_commits(self, group_id: str) -> bool:
-        return any(k[0] == group_id for k in self.inflight) or self.txn.has_pending(group_id)
+        return group_id in self.inflight or self.txn.has_pending(group_id)
 
     def tombstone_group_offsets(self, group_id: str) -> None:
         """Write a tombstone for every committed offset of a group being deleted."""
@@ -324,8 +334,8 @@ class OffsetMetadataManager:
             return
         for gid in group_ids:
             self.offsets.pop(gid, None)
-        for k in [k for k in self.inflight if k[0] in group_ids]:
-            del self.inflight[k]
+        for gid in group_ids:
+            self.inflight.pop(gid, None)
 
 
 # ============================================================================================ helpers
@@ -342,10 +352,6 @@ def _fits(parts: object, version: int, max_meta: int) -> bool:
         return False
     metadata = parts.cols[4]
     return max((len(m) for m in metadata if m), default=0) <= max_meta
-
-
-def _inflight_keys(gid: str, pending: dict[tuple[str, int], OffsetValue]) -> Iterable[tuple[str, str, int]]:
-    return ((gid, topic, partition) for topic, partition in pending)
 
 
 def _commit_result(
