@@ -25,6 +25,7 @@ from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
 )
+from groupcoord.protocol.messages.offset_fetch import OffsetFetchResponse, OffsetFetchResponsePartitions
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -433,6 +434,54 @@ def encode_offset_commit_response(correlation_id: int, version: int, body: objec
     return _I32.pack(len(data)) + data
 
 
+# -- OffsetFetch v8-v9 responses (issue 39): partitions in columns, every metadata empty (the common answer)
+
+_FETCH_FMT: dict[int, struct.Struct] = {}
+
+
+def _compact_string(value: str) -> bytes:
+    raw = value.encode()
+    return _uvarint_bytes(len(raw) + 1) + raw
+
+
+def encode_offset_fetch_response(correlation_id: int, version: int, body: object) -> bytes | None:
+    """The whole response frame of an OffsetFetch v8-v9 whose every topic's partitions are `Columns` of
+    (index, offset, leader epoch, metadata, error) with empty metadata; None for the codec to encode."""
+    if not 8 <= version <= 9 or type(body) is not OffsetFetchResponse:
+        return None
+    out = [
+        _I32.pack(correlation_id),
+        b"\x00",
+        _I32.pack(body.throttle_time_ms),
+        _uvarint_bytes(len(body.groups) + 1),
+    ]
+    for g in body.groups:
+        out += (_compact_string(g.group_id), _uvarint_bytes(len(g.topics) + 1))
+        for t in g.topics:
+            parts = t.partitions
+            if type(parts) is not Columns or parts.make is not OffsetFetchResponsePartitions:
+                return None
+            indexes, offsets, epochs, metadata, errors = parts.cols
+            n = len(indexes)
+            if metadata.count("") != n:
+                return None
+            st = _FETCH_FMT.get(n)
+            if st is None:
+                st = struct.Struct(">" + "iqiBhx" * n)  # ..., compact "" (0x01), error, no tags
+                if len(_FETCH_FMT) < 4096:
+                    _FETCH_FMT[n] = st
+            flat = [1] * (5 * n)
+            flat[0::5], flat[1::5], flat[2::5], flat[4::5] = indexes, offsets, epochs, errors
+            out += (_compact_string(t.name), _uvarint_bytes(n + 1), st.pack(*flat), b"\x00")
+        out += (_I16.pack(g.error_code), b"\x00")
+    out.append(b"\x00")
+    data = b"".join(out)
+    return _I32.pack(len(data)) + data
+
+
 #: api key -> a hand-written writer of whole response frames `encode_response` tries first (correlation id,
 #: version, body) -> frame or None; the codec encodes whatever it refuses
-BODY_WRITERS: dict[int, Callable[[int, int, object], bytes | None]] = {8: encode_offset_commit_response}
+BODY_WRITERS: dict[int, Callable[[int, int, object], bytes | None]] = {
+    8: encode_offset_commit_response,
+    9: encode_offset_fetch_response,
+}

@@ -56,6 +56,23 @@ def _response_partitions(parts: Any) -> Any:
     return tuple(oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts)
 
 
+def _fetch_partitions(parts: Any) -> Any:
+    """OffsetFetch v8+'s partitions of one topic: columns stay columns (protocol/fast.py writes them), rows
+    become the codec's dataclasses."""
+    if type(parts) is Columns:  # FetchedPartition's fields are the response's, in its order
+        return Columns(of.OffsetFetchResponsePartitions, *parts.cols)
+    return tuple(
+        of.OffsetFetchResponsePartitions(
+            partition_index=p.partition,
+            committed_offset=p.offset,
+            committed_leader_epoch=p.leader_epoch,
+            metadata=p.metadata,
+            error_code=p.error,
+        )
+        for p in parts
+    )
+
+
 def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     v = ctx.version
     if v == 0:
@@ -132,16 +149,7 @@ def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
                         topics=tuple(
                             of.OffsetFetchResponseTopics(
                                 name=topic,
-                                partitions=tuple(
-                                    of.OffsetFetchResponsePartitions(
-                                        partition_index=p.partition,
-                                        committed_offset=p.offset,
-                                        committed_leader_epoch=p.leader_epoch,
-                                        metadata=p.metadata,
-                                        error_code=p.error,
-                                    )
-                                    for p in parts
-                                ),
+                                partitions=_fetch_partitions(parts),
                             )
                             for topic, parts in r.topics
                         ),

@@ -8,7 +8,7 @@ live here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from itertools import repeat
 from typing import Any
 
@@ -176,6 +176,10 @@ class OffsetMetadataManager:
             return OffsetFetchResult(
                 NONE, tuple((t, tuple(sorted(ps, key=lambda p: p.partition))) for t, ps in by_topic.items())
             )
+        if not req.require_stable or not self.has_pending_commits(gid):  # nothing can be unstable
+            return OffsetFetchResult(
+                NONE, tuple((t, _fetched_columns(offsets, t, ps)) for t, ps in req.topics)
+            )
         topics = tuple(
             (
                 topic,
@@ -339,6 +343,23 @@ class OffsetMetadataManager:
 
 
 # ============================================================================================ helpers
+
+
+#: what a partition without a committed offset answers (offset -1, no epoch, empty metadata)
+_NO_OFFSET = OffsetValue(-1, -1, "", -1, -1)
+
+
+def _fetched_columns(
+    offsets: dict[tuple[str, int], OffsetValue], topic: str, partitions: Sequence[int]
+) -> Columns[FetchedPartition]:
+    """One topic's answer to an OffsetFetch, as columns of `FetchedPartition` (issue 39): a dict lookup per
+    partition and the values transposed in C."""
+    n = len(partitions)
+    rows = list(map(offsets.get, zip(repeat(topic), partitions), repeat(_NO_OFFSET)))
+    if not rows:
+        return Columns(FetchedPartition, (), (), (), (), ())
+    offs, epochs, metadata, _, _ = zip(*rows, strict=True)
+    return Columns(FetchedPartition, tuple(partitions), offs, epochs, metadata, (NONE,) * n)
 
 
 def _pair(partition: int, error: int) -> tuple[int, int]:

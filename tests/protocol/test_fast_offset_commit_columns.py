@@ -139,3 +139,54 @@ def test_other_shapes_are_left_to_the_codec() -> None:
     )  # fmt: skip
     assert fast.encode_offset_commit_response(1, 10, cols) is None  # topic ids: the codec's
     assert fast.encode_offset_commit_response(1, 2, cols) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.integers(8, 9),
+    corr=int32,
+    groups=st.lists(
+        st.tuples(
+            st.text(max_size=130),
+            st.integers(-1, 100),
+            st.lists(
+                st.tuples(
+                    st.text(max_size=20),
+                    st.lists(
+                        st.tuples(int32, int64, int32, st.sampled_from(["", "", "m"]), st.integers(-1, 90)),
+                        max_size=60,
+                    ),
+                ),
+                max_size=3,
+            ),
+        ),
+        max_size=3,
+    ),
+)
+def test_the_fetch_writer_writes_the_codecs_bytes(version: int, corr: int, groups: list) -> None:  # type: ignore[type-arg]
+    from groupcoord.protocol.messages import offset_fetch as of
+
+    def body(columns: bool) -> of.OffsetFetchResponse:
+        out = []
+        for gid, err, topics in groups:
+            ts = []
+            for name, rows in topics:
+                if columns:
+                    cols = tuple(tuple(r[i] for r in rows) for i in range(5))
+                    parts = Columns(of.OffsetFetchResponsePartitions, *cols)
+                else:
+                    parts = tuple(of.OffsetFetchResponsePartitions(*r) for r in rows)
+                ts.append(of.OffsetFetchResponseTopics(name=name, partitions=parts))  # type: ignore[arg-type]
+            out.append(of.OffsetFetchResponseGroup(group_id=gid, topics=tuple(ts), error_code=err))
+        return of.OffsetFetchResponse(throttle_time_ms=0, groups=tuple(out))
+
+    saved = dict(fast.BODY_WRITERS)
+    fast.BODY_WRITERS.clear()
+    try:
+        expected = encode_response(corr, 9, version, body(False))
+    finally:
+        fast.BODY_WRITERS.update(saved)
+    written = fast.encode_offset_fetch_response(corr, version, body(True))
+    all_empty = all(r[3] == "" for _, _, topics in groups for _, rows in topics for r in rows)
+    assert written == (expected if all_empty else None)
+    assert encode_response(corr, 9, version, body(True)) == expected
