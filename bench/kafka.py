@@ -216,6 +216,13 @@ async def share_earliest(port: int, group: str) -> None:
         raise RuntimeError(f"share.auto.offset.reset on {group}: error {r.responses[0].error_code}")
 
 
+def idle_share(t: Target, seconds: float = 3.0) -> float:
+    """The server's CPU share while nothing is asked of it (Kafka's JVM works at rest: controller, GC)."""
+    c0, t0 = proc_cpu_seconds(t.pid), time.perf_counter()
+    time.sleep(seconds)
+    return (proc_cpu_seconds(t.pid) - c0) / (time.perf_counter() - t0)
+
+
 # ----------------------------------------------------------------------------------------------- rows
 def run_loadgen(t: Target, scenario: str, *extra: str, timeout: float = 300.0) -> dict:
     from coordinator import loadgen
@@ -298,7 +305,9 @@ def _cell(xs: list[dict]) -> str:
     return f"{statistics.median(x['cpu_us'] for x in xs):.2f}" if xs else "FAILED"
 
 
-def _notes(name: str, xs: list[dict]) -> list[str]:
+def _notes(name: str, xs: list[dict], idle: float = 0.0) -> list[str]:
+    """`idle`: the server's CPU share at rest; for a row with a rate, the CPU per operation net of it is
+    shown too (a slow row otherwise carries the JVM's background work)."""
     med = lambda k: statistics.median(x[k] for x in xs if k in x)  # noqa: E731
     errs: dict[str, int] = {}
     for x in xs:
@@ -307,6 +316,9 @@ def _notes(name: str, xs: list[dict]) -> list[str]:
     out = []
     if xs and "rate" in xs[0]:
         out.append(f"{name} {med('rate'):,.0f}/s")
+        if idle:
+            net = statistics.median(x["cpu_us"] - idle * 1e6 / x["rate"] for x in xs if x["rate"])
+            out.append(f"{name} net of idle {net:.2f}")
     if xs and "wall_ms" in xs[0]:
         out.append(f"{name} {med('wall_ms'):.0f} ms after the last join")
     if xs and "retries" in xs[0]:
@@ -316,7 +328,13 @@ def _notes(name: str, xs: list[dict]) -> list[str]:
 
 
 def table(
-    results: dict, cold: dict, selected: list[str], ours: list[str], info: dict, la: tuple[str, str]
+    results: dict,
+    cold: dict,
+    selected: list[str],
+    ours: list[str],
+    info: dict,
+    la: tuple[str, str],
+    idle: dict,
 ) -> str:
     """One row per scenario: each of `ours` (this checkout first, then a baseline) and Kafka, and Kafka's CPU
     per operation over each of ours (median of the rounds' ratios, their range in brackets)."""
@@ -338,8 +356,8 @@ def table(
             mine = results[n].get(key, [])
             rs = [k["cpu_us"] / o["cpu_us"] for o, k in zip(mine, kafka, strict=False) if o["cpu_us"]]
             cells.append(fmt_ratio(rs))
-            notes += _notes(n, mine)
-        notes += _notes("Kafka", kafka)
+            notes += _notes(n, mine, idle.get(n, 0.0))
+        notes += _notes("Kafka", kafka, idle.get("kafka", 0.0))
         if key in results["failures"]:
             notes.append(f"FAILED {results['failures'][key][:120]}")
         lines.append(f"| {title} | {unit} | {' | '.join(cells)} | {'; '.join(notes)} |")
@@ -381,6 +399,7 @@ def main() -> int:
             targets[ours[1]] = start_groupcoord(ours[1], base_tree)
         for t in targets.values():
             asyncio.run(prepare(t.port))
+        idle = {n: idle_share(t) for n, t in targets.items()}
         names = [*ours, "kafka"]
         plan = [("warm-up", ["kafka"])] * args.warmup_rounds
         plan += [
@@ -406,7 +425,10 @@ def main() -> int:
             t.stop()
         if base_tree is not None:
             shutil.rmtree(base_tree, ignore_errors=True)
-    text = table(results, cold, selected, ours, info, (la0, loadavg()))
+    text = table(results, cold, selected, ours, info, (la0, loadavg()), idle)
+    text += "\n\nCPU share at rest (3 s, nothing asked): " + ", ".join(
+        f"{n} {v:.1%}" for n, v in idle.items()
+    )
     text += "\n\nserver RSS at the end: " + ", ".join(f"{n} {v:.0f} MB" for n, v in rss.items())
     print(text, flush=True)
     if args.json_out:
