@@ -344,8 +344,9 @@ def _fixed_partitions(
         if len(_FIXED) < 4096:
             _FIXED[(n, version)] = st
     flat = st.unpack(block)
-    cols = (flat[0::3], flat[1::3], flat[2::3]) if epoch else (flat[0::2], flat[1::2], (-1,) * n)
-    return _partition_columns(*cols, ("",) * n), pos + size * n
+    if epoch:
+        return _partition_columns(flat[0::3], flat[1::3], flat[2::3], ("",) * n), pos + size * n
+    return _partition_columns(flat[0::2], flat[1::2], (-1,) * n, ("",) * n), pos + size * n
 
 
 def _partitions(
@@ -405,7 +406,7 @@ def encode_offset_commit_response(correlation_id: int, version: int, body: objec
     topics = body.topics
     out.append(_uvarint_bytes(len(topics) + 1) if flexible else _I32.pack(len(topics)))
     for t in topics:
-        parts = t.partitions
+        parts: object = t.partitions
         if type(parts) is not Columns or parts.make is not OffsetCommitResponsePartition:
             return None
         name = t.name.encode()
@@ -458,7 +459,7 @@ def encode_offset_fetch_response(correlation_id: int, version: int, body: object
     for g in body.groups:
         out += (_compact_string(g.group_id), _uvarint_bytes(len(g.topics) + 1))
         for t in g.topics:
-            parts = t.partitions
+            parts: object = t.partitions
             if type(parts) is not Columns or parts.make is not OffsetFetchResponsePartitions:
                 return None
             indexes, offsets, epochs, metadata, errors = parts.cols

@@ -178,7 +178,8 @@ class OffsetMetadataManager:
             )
         if not req.require_stable or not self.has_pending_commits(gid):  # nothing can be unstable
             return OffsetFetchResult(
-                NONE, tuple((t, _fetched_columns(offsets, t, ps)) for t, ps in req.topics)
+                NONE,
+                tuple((t, _fetched_columns(offsets, t, ps)) for t, ps in req.topics),  # type: ignore[misc]
             )
         topics = tuple(
             (

@@ -75,9 +75,9 @@ class OffsetRecord(NamedTuple):
 
 
 #: build from one tuple of the fields, in C: `new_offset_value((offset, epoch, metadata, commit_ts, expire_ts))`
-new_offset_value: Callable[[Iterable[Any]], OffsetValue] = partial(tuple.__new__, OffsetValue)  # type: ignore[assignment]
+new_offset_value: Callable[[Iterable[Any]], OffsetValue] = partial(tuple.__new__, OffsetValue)
 #: `new_offset_record((group_id, topic, partition, value))`
-new_offset_record: Callable[[Iterable[Any]], OffsetRecord] = partial(tuple.__new__, OffsetRecord)  # type: ignore[assignment]
+new_offset_record: Callable[[Iterable[Any]], OffsetRecord] = partial(tuple.__new__, OffsetRecord)
 
 
 @dataclass(frozen=True, slots=True)
