@@ -27,7 +27,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # most one Spark JVM works at a time, as in a serial run; and the slowest scopes are handed out first, so no
 # long file starts last and runs alone. (xdist's own `loadgroup` marks do not work with pytest 9: xdist 3.8 sets
 # an attribute pytest no longer reads.) Without xdist none of this applies.
-SLOW_FIRST = ("tests/pipeline/", "tests/oracle/", "tests/cluster/", "tests/integration/", "tests/testing/")
+SLOW_FIRST = (
+    "tests/pipeline/",
+    "tests/partitions/",
+    "tests/oracle/",
+    "tests/cluster/",
+    "tests/integration/",
+    "tests/testing/",
+)
 
 
 GROUPED = (

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import create_partitions as cp
 from groupcoord.protocol.messages import delete_topics as dt
@@ -33,6 +34,8 @@ from groupcoord.protocol.messages import init_producer_id as ip
 from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
 from groupcoord.protocol.messages import produce as pr
+from groupcoord.server.apis import authz, authz_admin, authz_txn
+from groupcoord.server.apis.declaration import Api, by_transactional_id
 from groupcoord.server.apis.topic_rules import check_partition_assignments
 from groupcoord.server.apis.txn_routing import txn_status
 from groupcoord.server.log.batch import HEADER_SIZE, parse_header
@@ -435,3 +438,23 @@ async def _create_partitions(
                 code, message = exc.code, exc.message
         results.append(cp.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
     return cp.CreatePartitionsResponse(results=tuple(results))
+
+
+APIS = (
+    Api(key=ApiKey.PRODUCE, handler=produce, check=authz_txn.produce, txn_ids=by_transactional_id),
+    Api(key=ApiKey.FETCH, handler=fetch, check=authz.fetch),
+    Api(key=ApiKey.LIST_OFFSETS, handler=list_offsets, check=authz.list_offsets),
+    Api(
+        key=ApiKey.INIT_PRODUCER_ID,
+        handler=init_producer_id,
+        check=authz_txn.init_producer_id,
+        txn_ids=by_transactional_id,
+    ),
+    Api(
+        key=ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        handler=offset_for_leader_epoch,
+        check=authz_admin.offset_for_leader_epoch,
+    ),
+    Api(key=ApiKey.DELETE_TOPICS, handler=delete_topics, check=authz_admin.delete_topics),
+    Api(key=ApiKey.CREATE_PARTITIONS, handler=create_partitions, check=authz_admin.create_partitions),
+)

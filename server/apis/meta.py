@@ -17,6 +17,7 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.protocol.messages.create_topics import (
@@ -37,6 +38,8 @@ from groupcoord.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from groupcoord.server.apis import authz, authz_admin
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.configs.resolve import topic_entries
 from groupcoord.server.log.errors import LogError
@@ -91,7 +94,8 @@ def _brokers(ctx: RequestContext) -> tuple[MetadataResponseBroker, ...]:
     return tuple(out) or (_broker(ctx),)
 
 
-def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+def topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+    """One topic as Metadata answers it (DescribeTopicPartitions answers its partitions alike)."""
     topics = ctx.services.topics
     info = topics.get(name)
     node = ctx.services.config.node_id
@@ -226,7 +230,7 @@ def _metadata_response(
         if not topics.valid_name(name):
             entries.append(MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name))
         else:
-            entries.append(_topic_entry(ctx, name))
+            entries.append(topic_entry(ctx, name))
     for topic_id in unknown_ids:
         entries.append(
             MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
@@ -379,3 +383,13 @@ def _result_configs(
         )
         for e in topic_entries(dict(configs), ctx.services.configs.layers)
     )
+
+
+APIS = (
+    Api(key=ApiKey.API_VERSIONS, handler=api_versions, check=authz.open_to_all),
+    Api(key=ApiKey.METADATA, handler=metadata, check=authz.metadata),
+    Api(
+        key=ApiKey.FIND_COORDINATOR, handler=find_coordinator, check=authz.find_coordinator, coordinator=True
+    ),
+    Api(key=ApiKey.CREATE_TOPICS, handler=create_topics, check=authz_admin.create_topics),
+)

@@ -20,11 +20,13 @@ from pathlib import Path
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.messages.create_topics import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupcoord.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from groupcoord.testing.ports import free_port
@@ -73,7 +75,12 @@ LOG4J2 = """Configuration:
   Loggers:
     Root: {{ level: INFO, AppenderRef: [ {{ ref: F }} ] }}
 """
-JVM_OPTS = ("-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+# -Dlog4j2.level=OFF: a JVM given no log4j2 configuration (a Kafka tool run with these options) logs nothing,
+# as before the SLF4J binding was on the classpath; the broker's own configuration file overrides it.
+JVM_OPTS = (
+    "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+    "-Dlog4j2.level=OFF",
+)  # fmt: skip
 
 
 def groupcoord_flags() -> tuple[str, ...]:
@@ -279,9 +286,42 @@ def create_topic(
             t = c.request(ApiKey.METADATA, 12, req).topics[0]
             led = [p for p in t.partitions if p.error_code == 0 and p.leader_id >= 0]
             if t.error_code == 0 and len(led) == partitions:
+                _wait_group_coordinator_sees(c, name, partitions, deadline)
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"topic {name} not in metadata after {timeout}s: {t}")
             time.sleep(0.1)
     finally:
         c.close()
+
+
+def _wait_group_coordinator_sees(c: RawClient, topic: str, partitions: int, deadline: float) -> None:
+    """Kafka's group coordinator reads its own metadata image, which may lag the broker's metadata cache: a
+    group that subscribes at once may get an empty assignment, then an epoch bump when the image catches up.
+    A throw-away KIP-848 member subscribes until it is assigned every partition, then leaves and the group
+    is deleted."""
+    group = f"oracle-probe-{topic}"
+    epoch, owned = 0, ()
+    try:
+        while time.monotonic() < deadline:
+            req = ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id="probe", member_epoch=epoch, rebalance_timeout_ms=5000,
+                subscribed_topic_names=(topic,) if epoch == 0 else None, topic_partitions=owned,
+            )  # fmt: skip
+            r = c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, req)
+            if r.error_code != ErrorCode.NONE:
+                raise AssertionError(
+                    f"probe member for {topic}: {ErrorCode(r.error_code).name} {r.error_message}"
+                )
+            epoch = r.member_epoch
+            if r.assignment is not None:
+                owned = r.assignment.topic_partitions
+            if sum(len(tp.partitions) for tp in owned) == partitions:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"the group coordinator never assigned {topic}'s {partitions} partitions")
+    finally:
+        if epoch > 0:
+            leave = ConsumerGroupHeartbeatRequest(group_id=group, member_id="probe", member_epoch=-1)
+            c.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, leave)
+            c.request(ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=(group,)))
