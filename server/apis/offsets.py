@@ -19,6 +19,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
@@ -33,6 +34,32 @@ if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
 
 
+def _response_partitions(parts: Any) -> Any:
+    """A topic's (partition, error) pairs as the response's partitions: kept as columns when the state machine
+    answered in columns (protocol/fast.py then writes the frame without a row object), else the codec's
+    dataclasses."""
+    if type(parts) is Columns:
+        return Columns(oc.OffsetCommitResponsePartition, *parts.cols)
+    return tuple(oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts)
+
+
+def _fetch_partitions(parts: Any) -> Any:
+    """OffsetFetch v8+'s partitions of one topic: columns stay columns (protocol/fast.py writes them), rows
+    become the codec's dataclasses."""
+    if type(parts) is Columns:  # FetchedPartition's fields are the response's, in its order
+        return Columns(of.OffsetFetchResponsePartitions, *parts.cols)
+    return tuple(
+        of.OffsetFetchResponsePartitions(
+            partition_index=p.partition,
+            committed_offset=p.offset,
+            committed_leader_epoch=p.leader_epoch,
+            metadata=p.metadata,
+            error_code=p.error,
+        )
+        for p in parts
+    )
+
+
 def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Reply[oc.OffsetCommitResponse]:
     v = ctx.version
     if v == 0:
@@ -42,12 +69,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Reply[oc.
     def respond(result: m.OffsetCommitResult | None) -> oc.OffsetCommitResponse:
         return oc.OffsetCommitResponse(
             topics=tuple(
-                oc.OffsetCommitResponseTopic(
-                    name=name,
-                    partitions=tuple(
-                        oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts
-                    ),
-                )
+                oc.OffsetCommitResponseTopic(name=name, partitions=_response_partitions(parts))
                 for name, parts in plan.answer(result)
             )
         )
@@ -64,7 +86,6 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Reply[oc.
         topics=tuple(plan.accepted),
     )
     machine = ctx.services.machine
-    failed = plan.failed()
     topics = ctx.services.topics
 
     def topic_id(name: str) -> uuid.UUID | None:
@@ -72,7 +93,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Reply[oc.
         return None if info is None else info.topic_id
 
     call = ctx.services.runtime.call_parked(
-        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), lambda: failed
+        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), plan.failed
     )
     return then(call, respond)
 
@@ -148,16 +169,7 @@ def _fetch_groups(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.O
                     topics=tuple(
                         of.OffsetFetchResponseTopics(
                             name=topic,
-                            partitions=tuple(
-                                of.OffsetFetchResponsePartitions(
-                                    partition_index=p.partition,
-                                    committed_offset=p.offset,
-                                    committed_leader_epoch=p.leader_epoch,
-                                    metadata=p.metadata,
-                                    error_code=p.error,
-                                )
-                                for p in parts
-                            ),
+                            partitions=_fetch_partitions(parts),
                         )
                         for topic, parts in r.topics
                     ),

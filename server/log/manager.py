@@ -426,8 +426,10 @@ class LogManager:
         *,
         min_one: bool = True,
         read_committed: bool = False,
+        through: int | None = None,
     ) -> ReadResult:
-        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`).
+        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`; with
+        `through`, none after the batch holding that offset).
 
         read_committed (Fetch isolation level 1) stops at the last stable offset and lists the aborted
         transactions overlapping what was read, as Kafka's `LocalLog.read` with `FetchTxnCommitted`."""
@@ -437,7 +439,13 @@ class LogManager:
         hw = plog.high_watermark
         lso = plog.last_stable_offset
         try:
-            data = plog.read(offset, max_bytes, min_one=min_one, max_offset=lso if read_committed else None)
+            data = plog.read(
+                offset,
+                max_bytes,
+                min_one=min_one,
+                max_offset=lso if read_committed else None,
+                through=through,
+            )
         except LogError as e:
             return ReadResult(e.code, b"", hw, lso, plog.log_start_offset, () if read_committed else None)
         aborted = None

@@ -29,6 +29,7 @@ from prometheus_client.utils import floatToGoString
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.codec import decode_response
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.share.partition import ACQUIRED, TERMINAL
 
@@ -167,7 +168,13 @@ def _error_of(response: object) -> int:
             code = getattr(item, "error_code", None)
             if code:
                 return int(code)
-            for part in getattr(item, "partitions", None) or ():
+            parts = getattr(item, "partitions", None) or ()
+            if type(parts) is Columns:  # (partition, error) columns: an OffsetCommit answer (issue 39)
+                code = next((e for e in parts.cols[1] if e), 0)
+                if code:
+                    return int(code)
+                continue
+            for part in parts:
                 code = getattr(part, "error_code", None)
                 if code:
                     return int(code)
@@ -175,12 +182,14 @@ def _error_of(response: object) -> int:
 
 
 def _committed_partitions(response: object) -> int:
-    return sum(
-        1
-        for topic in getattr(response, "topics", None) or ()
-        for part in topic.partitions
-        if part.error_code == 0
-    )
+    n = 0
+    for topic in getattr(response, "topics", None) or ():
+        parts = topic.partitions
+        if type(parts) is Columns:  # (partition, error) columns (issue 39)
+            n += parts.cols[1].count(0)
+        else:
+            n += sum(1 for part in parts if part.error_code == 0)
+    return n
 
 
 class JournalMetrics:
