@@ -17,6 +17,8 @@ FAMILIES = {
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[admin_listing]": "ListGroups filters, Describe/Delete groups of every type, share heartbeat",
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[api_versions]": "ApiVersions (group APIs' ranges)",
     "test_txn.py": "transactional offsets: InitProducerId, AddOffsetsToTxn, TxnOffsetCommit, require_stable, EndTxn",
+    "test_migration.py": "online migration classic -> consumer -> classic (types, states, classic heartbeats)",
+    "test_share_fetch.py": "share fetch/acknowledge: locks, RELEASE/REJECT/ACCEPT, delivery limit, session errors",
     "test_fuzz.py": "differential fuzzer: KIP-848 request sequences, three members",
 }
 NAMED = {
@@ -27,6 +29,9 @@ NAMED = {
     ],
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[api_versions]": [
         "OffsetCommit/OffsetFetch minimum versions, DeleteGroups and TxnOffsetCommit maximum (surface, issue 37)"
+    ],
+    "test_share_fetch.py": [
+        "a record near the delivery limit acquired alone from its 4th delivery (Kafka: 5th)"
     ],
     "test_classic.py": ["empty SyncGroup assignments sent encoded (differences.md 1)"],
     "test_fuzz.py": ["tied server assignors broken by name (Kafka: hash-table order)"],
