@@ -31,6 +31,7 @@ COPY membership ./membership
 COPY pipeline ./pipeline
 COPY testing ./testing
 COPY share ./share
+COPY aio ./aio
 RUN pip install --quiet --no-deps --no-build-isolation . \
  && groupadd --system --gid 10001 groupcoord \
  && useradd --system --uid 10001 --gid groupcoord --home-dir /nonexistent --shell /usr/sbin/nologin groupcoord

@@ -8,7 +8,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 9092
 DATA   ?= ./data
 
-.PHONY: setup links run oracle-report oracle-fuzz test test-partitions partitions-tools test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-report report clean
+.PHONY: setup links run oracle-report oracle-fuzz test test-partitions partitions-tools test-fast test-compose test-compose-cluster image-base lint typecheck bench bench-consumer bench-share bench-cluster bench-profile bench-kafka bench-report report clean
 
 ORACLE_STAMP  := $(VENV)/oracle/jars/.stamp-kafka-4.4.0
 
@@ -160,6 +160,14 @@ bench-share: setup
 # on one throw-away PostgreSQL, beside a single node in the same run; partition failover time after kill -9
 bench-cluster: setup
 	$(BIN)/python bench/cluster_data_plane.py
+
+# groupcoord against Apache Kafka 4.4 in the same run, CPU per operation from /proc (bench/kafka.py), on the
+# oracle's jars (`make setup` fetches them with tests/oracle/pom.xml into .venv/oracle/jars; KAFKA_JARS overrides).
+# BENCH_KAFKA_ARGS: e.g. "--rounds 5 --rows commit,share1" (python bench/kafka.py --help).
+KAFKA_JARS ?= $(VENV)/oracle/jars
+BENCH_KAFKA_ARGS ?=
+bench-kafka: setup
+	KAFKA_JARS=$(KAFKA_JARS) $(BIN)/python bench/kafka.py $(BENCH_KAFKA_ARGS)
 
 # Where the server's CPU goes per heartbeat (py-spy; bench/cpu_profile.py)
 bench-profile: setup

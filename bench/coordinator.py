@@ -70,8 +70,10 @@ class Server:
         self.tmp = tempfile.mkdtemp(prefix=f"bench-{target}-")
         self.log = open(os.path.join(self.tmp, "server.log"), "wb")  # noqa: SIM115
         if target == "groupcoord":
+            # the interpreter running this bench, not .venv/bin/groupcoord: a venv copied from another
+            # checkout keeps that checkout's interpreter in the script's #! line (and so its code)
             argv = [
-                str(ROOT / ".venv" / "bin" / "groupcoord"),
+                PY, "-m", "groupcoord.server",
                 "serve",
                 "--host", "127.0.0.1",
                 "--port", str(self.port),
@@ -79,8 +81,6 @@ class Server:
                 "--group-initial-rebalance-delay-ms", "0",
                 "--log-level", "warning",
             ]  # fmt: skip
-            if not os.path.exists(argv[0]):
-                argv = [PY, "-m", "groupcoord.server", *argv[1:]]
         elif target == "echo":
             argv = [
                 PY,

@@ -98,15 +98,25 @@ def main() -> None:
         "--rate", type=int, default=250, help="py-spy samples per second (each pauses the server briefly)"
     )
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument(
+        "--partitions", type=int, default=100, help="partitions per OffsetCommit (commit scenario)"
+    )
     args = ap.parse_args()
     spy = shutil.which("py-spy") or str(ROOT / ".venv" / "bin" / "py-spy")
     if not os.path.exists(spy):
         sys.exit("py-spy not found: pip install py-spy (it is in the dev extra)")
     out = Path(tempfile.mkdtemp(prefix="groupcoord-profile-")) / "stacks.txt"
     with Server("groupcoord", None) as srv:
+        if args.scenario == "commit":  # OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION for a missing topic
+            import asyncio
+
+            from kafka import create_topic  # bench/kafka.py
+
+            asyncio.run(create_topic(srv.port, "bench", max(100, args.partitions)))
         load = ["heartbeat", "--connections", "64", "--depth", "16"]
         if args.scenario == "commit":
             load = ["heartbeat", "--commit", "--connections", "64", "--depth", "4"]
+            load += ["--partitions", str(args.partitions), "--groups", "64"]
         elif args.scenario == "consumer-group":  # KIP-848 steady state (one member per group)
             load = ["heartbeat", "--consumer-group", "--connections", "64", "--depth", "16"]
         argv = pinned(GEN_CORE, [PY, str(ROOT / "bench" / "loadgen.py"), *load])

@@ -99,22 +99,71 @@ def heartbeat_template(group: str, member_id: str) -> bytes:
     return encode_request(HEARTBEAT, HB_V, 3, body, client_id="loadgen")
 
 
-def commit_template(group: str, partition: int) -> bytes:
-    """OffsetCommit v8 of one partition for a simple group (no members: generation -1, member id "")."""
+def commit_template(group: str, partition: int, count: int = 1) -> bytes:
+    """OffsetCommit v8 of `count` partitions (from `partition`) of topic "bench" for a simple group (no
+    members: generation -1, member id "")."""
     from groupcoord.protocol.messages import offset_commit as oc
 
     topic = oc.OffsetCommitRequestTopic(
         name="bench",
-        partitions=(
-            oc.OffsetCommitRequestPartition(
-                partition_index=partition, committed_offset=42, committed_metadata=""
-            ),
+        partitions=tuple(
+            oc.OffsetCommitRequestPartition(partition_index=p, committed_offset=42, committed_metadata="")
+            for p in range(partition, partition + count)
         ),
     )
     body = oc.OffsetCommitRequest(
         group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(topic,)
     )
     return encode_request(8, 8, 3, body, client_id="loadgen")
+
+
+def fetch_template(group: str, count: int) -> bytes:
+    """OffsetFetch v8 of partitions 0..count-1 of topic "bench" for one group (RequireStable false)."""
+    from groupcoord.protocol.messages import offset_fetch as of
+
+    g = of.OffsetFetchRequestGroup(
+        group_id=group,
+        topics=(of.OffsetFetchRequestTopics(name="bench", partition_indexes=tuple(range(count))),),
+    )
+    return encode_request(
+        9, 8, 3, of.OffsetFetchRequest(groups=(g,), require_stable=False), client_id="loadgen"
+    )
+
+
+def error_codes(body: object, out: dict[int, int]) -> None:
+    """Every `error_code` field of a decoded response, recursively, counted into `out` (0 included)."""
+    if isinstance(body, tuple):
+        for x in body:
+            error_codes(x, out)
+        return
+    fields = getattr(body, "__dataclass_fields__", None)
+    if not fields:
+        return
+    for name in fields:
+        v = getattr(body, name)
+        if name == "error_code" and isinstance(v, int):
+            out[v] = out.get(v, 0) + 1
+        elif isinstance(v, tuple):
+            error_codes(v, out)
+
+
+class ReplyErrors:
+    """Per-partition error codes of pipelined replies: each distinct reply body (past the correlation id) is
+    decoded once and its error codes counted; a repeat costs one dict lookup."""
+
+    def __init__(self, api: int, version: int) -> None:
+        self.api, self.version = api, version
+        self.seen: dict[bytes, tuple[tuple[int, int], ...]] = {}
+
+    def count(self, raw: bytes, errors: dict[int, int]) -> None:
+        key = raw[4:]
+        codes = self.seen.get(key)
+        if codes is None:
+            found: dict[int, int] = {}
+            error_codes(decode_response(raw, self.api, self.version)[1], found)
+            codes = self.seen[key] = tuple(found.items())
+        for code, n in codes:
+            errors[code] = errors.get(code, 0) + n
 
 
 def i16(b: bytes, p: int) -> int:
@@ -163,6 +212,7 @@ class Conn(asyncio.Protocol):
         self.done = 0
         self.errors: dict[int, int] = {}
         self.err_at = 12  # where a pipelined reply's error code starts (13 for a flexible header, KIP-848)
+        self.reply_errors: ReplyErrors | None = None  # set: every error code of each reply is counted
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -208,9 +258,12 @@ class Conn(asyncio.Protocol):
                     now = time.perf_counter_ns()
                 if hist is not None:
                     hist.add(now - item)
-                err = int.from_bytes(buf[pos + self.err_at : pos + self.err_at + 2], "big")
-                if err:
-                    errors[err] = errors.get(err, 0) + 1
+                if self.reply_errors is not None:
+                    self.reply_errors.count(bytes(buf[pos + 4 : end]), errors)
+                else:
+                    err = int.from_bytes(buf[pos + self.err_at : pos + self.err_at + 2], "big")
+                    if err:
+                        errors[err] = errors.get(err, 0) + 1
                 replies += 1
             elif not item.done():
                 item.set_result(bytes(buf[pos + 4 : end]))
@@ -408,10 +461,17 @@ async def consumer_group_member(c: Conn, group: str) -> bytes:
 async def scenario_heartbeat(args: argparse.Namespace) -> dict:
     conns = await connect(args.host, args.port, args.connections)
     try:
-        if args.commit:  # OffsetCommit instead (bench/profile.py --scenario commit); errors are not read
-            frames = [
-                commit_template(f"bench-commit-{os.getpid()}-{i % args.groups}", i) for i in range(len(conns))
-            ]
+        if args.commit or args.fetch:  # OffsetCommit / OffsetFetch of simple groups; every error code counted
+            parts = args.partitions
+            names = [f"bench-commit-{os.getpid()}-{i % args.groups}" for i in range(len(conns))]
+            frames = [commit_template(g, 0 if parts > 1 else i, parts) for i, g in enumerate(names)]
+            if args.fetch:  # commit once, then fetch those offsets
+                for c, f in zip(conns, frames, strict=True):
+                    await c.call(f)
+                frames = [fetch_template(g, parts) for g in names]
+            shared = ReplyErrors(9, 8) if args.fetch else ReplyErrors(8, 8)
+            for c in conns:
+                c.reply_errors = shared
             join = None
         elif args.consumer_group:  # KIP-848 steady-state heartbeats, one member per group
             frames = [
@@ -553,6 +613,89 @@ async def scenario_hold(args: argparse.Namespace) -> dict:
         close_all(conns)
 
 
+async def _txn_call(c: Conn, api: int, version: int, body: object) -> object:
+    return decode_response(
+        await c.call(encode_request(api, version, 7, body, client_id="loadgen")), api, version
+    )[1]
+
+
+async def scenario_txn(args: argparse.Namespace) -> dict:
+    """C connections, each one transactional producer looping AddOffsetsToTxn, TxnOffsetCommit (of
+    ``--partitions`` partitions of topic "bench" for its own group), EndTxn(commit). CONCURRENT_TRANSACTIONS
+    (51: the previous transaction still completing) is retried after 1 ms and counted as a retry; every other
+    error code of every response is counted."""
+    from groupcoord.protocol.messages import add_offsets_to_txn as ao
+    from groupcoord.protocol.messages import end_txn as et
+    from groupcoord.protocol.messages import init_producer_id as ip
+    from groupcoord.protocol.messages import txn_offset_commit as tc
+
+    conns = await connect(args.host, args.port, args.connections)
+    errors: dict[int, int] = {}
+    retries = 0
+    done = 0
+    measuring = False
+    stop = False
+
+    async def producer(i: int, c: Conn) -> None:
+        nonlocal retries, done
+        tid, group = f"bench-txn-{os.getpid()}-{i}", f"bench-txn-g-{os.getpid()}-{i}"
+        r = await _txn_call(
+            c, 22, 4, ip.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000)
+        )
+        if r.error_code:
+            raise BenchError(f"InitProducerId: error {r.error_code}")
+        pid, epoch = r.producer_id, r.producer_epoch
+        topic = tc.TxnOffsetCommitRequestTopic(name="bench", partitions=tuple(
+            tc.TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=7, committed_metadata="")
+            for p in range(args.partitions)))  # fmt: skip
+        frames = (
+            encode_request(25, 3, 7, ao.AddOffsetsToTxnRequest(tid, pid, epoch, group), client_id="loadgen"),
+            encode_request(
+                28,
+                3,
+                7,
+                tc.TxnOffsetCommitRequest(tid, group, pid, epoch, topics=(topic,)),
+                client_id="loadgen",
+            ),
+            encode_request(26, 3, 7, et.EndTxnRequest(tid, pid, epoch, True), client_id="loadgen"),
+        )
+        keys = ((25, 3), (28, 3), (26, 3))
+        while not stop:
+            for frame, (api, v) in zip(frames, keys, strict=True):
+                while True:
+                    found: dict[int, int] = {}
+                    error_codes(decode_response(await c.call(frame), api, v)[1], found)
+                    if found.get(51) and api == 25:
+                        retries += measuring
+                        await asyncio.sleep(0.001)
+                        continue
+                    break
+                if measuring:
+                    for code, n in found.items():
+                        errors[code] = errors.get(code, 0) + n
+            done += measuring
+
+    tasks = [asyncio.ensure_future(producer(i, c)) for i, c in enumerate(conns)]
+    try:
+        await asyncio.sleep(args.warmup)
+        for t in tasks:
+            if t.done():
+                t.result()
+        measuring = True
+        cpu = CpuWindow(args.pid)
+        await asyncio.sleep(args.duration)
+        window = cpu.result()
+        measuring = False
+        n = done
+        stop = True
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        return {"scenario": "txn", "connections": len(conns), "requests": n, "per_s": n / window["wall_s"],
+                "errors": errors, "retries": retries, **window}  # fmt: skip
+    finally:
+        stop = True
+        close_all(conns)
+
+
 def main() -> None:
     global SESSION_TIMEOUT_MS, REBALANCE_TIMEOUT_MS, SERVER_PID
     parser = argparse.ArgumentParser(
@@ -580,12 +723,19 @@ def main() -> None:
     p.add_argument(
         "--consumer-group", action="store_true", help="pipeline steady-state ConsumerGroupHeartbeats instead"
     )
+    p.add_argument("--fetch", action="store_true", help="pipeline OffsetFetch v8 of simple groups instead")
+    p.add_argument("--partitions", type=int, default=1, help="partitions per OffsetCommit / OffsetFetch")
     p.add_argument("--groups", type=int, default=8, help="the connections' members form this many groups")
     p.add_argument(
         "--group-names",
         default="",
         help="comma-separated names of those groups (cluster benches pick owned ones)",
     )
+    p = sub.add_parser("txn", parents=[common])
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--partitions", type=int, default=10)
+    p.add_argument("--duration", type=float, default=5.0)
+    p.add_argument("--warmup", type=float, default=1.0)
     p = sub.add_parser("hold", parents=[common])
     p.add_argument("--groups", type=int, default=10000)
     p.add_argument("--members", type=int, default=10)
@@ -604,7 +754,9 @@ def main() -> None:
     SERVER_PID = args.pid
     import uvloop
 
-    fn = {"join": scenario_join, "heartbeat": scenario_heartbeat, "hold": scenario_hold}[args.scenario]
+    fn = {"join": scenario_join, "heartbeat": scenario_heartbeat, "hold": scenario_hold, "txn": scenario_txn}[
+        args.scenario
+    ]
     result = uvloop.run(fn(args))
     result["generator_pid"] = os.getpid()
     print(json.dumps(result))

@@ -55,7 +55,9 @@ async def produce(bootstrap: str, topic: str, n: int) -> None:
         await producer.stop()
 
 
-async def consume(bootstrap: str, topic: str, count: int, batch: int, shared: dict[str, Any]) -> dict:
+async def consume(
+    bootstrap: str, topic: str, count: int, batch: int, shared: dict[str, Any], group: str = GROUP
+) -> dict:
     """`count` share consumers in this process; returns the offsets they accepted, the commit round trips
     (seconds) and the records per commit."""
     from groupcoord.share import AcknowledgeType, ShareConsumer
@@ -67,7 +69,7 @@ async def consume(bootstrap: str, topic: str, count: int, batch: int, shared: di
     consumers = [
         ShareConsumer(
             bootstrap,
-            GROUP,
+            group,
             [topic],
             acknowledgement_mode="explicit",
             max_poll_records=batch,
@@ -104,8 +106,10 @@ async def consume(bootstrap: str, topic: str, count: int, batch: int, shared: di
     return {"accepted": accepted, "lat": lat, "sizes": sizes, "errors": errors}
 
 
-def worker(bootstrap: str, topic: str, count: int, batch: int, shared: dict[str, Any], out: Any) -> None:
-    out.put(asyncio.run(consume(bootstrap, topic, count, batch, shared)))
+def worker(
+    bootstrap: str, topic: str, count: int, batch: int, shared: dict[str, Any], out: Any, group: str = GROUP
+) -> None:
+    out.put(asyncio.run(consume(bootstrap, topic, count, batch, shared, group)))
 
 
 def server_cpu_s(pid: int) -> float:
@@ -138,7 +142,10 @@ def serve(*extra: str) -> Iterator[tuple[int, int]]:
             srv.wait(10)
 
 
-def run_once(port: int, pid: int, topic: str, records: int, consumers: int, procs: int, batch: int) -> dict:
+def run_once(
+    port: int, pid: int, topic: str, records: int, consumers: int, procs: int, batch: int, group: str = GROUP
+) -> dict:
+    """`group` (bench/kafka.py: a fresh one per run, its share.auto.offset.reset set to earliest first)."""
     bootstrap = f"127.0.0.1:{port}"
     asyncio.run(produce(bootstrap, topic, records))
     ctx = mp.get_context("spawn")
@@ -146,7 +153,7 @@ def run_once(port: int, pid: int, topic: str, records: int, consumers: int, proc
     out = ctx.Queue()
     procs = max(1, min(procs, consumers))
     split = [consumers // procs + (1 if i < consumers % procs else 0) for i in range(procs)]
-    ps = [ctx.Process(target=worker, args=(bootstrap, topic, k, batch, shared, out)) for k in split]
+    ps = [ctx.Process(target=worker, args=(bootstrap, topic, k, batch, shared, out, group)) for k in split]
     for p in ps:
         p.start()
     try:

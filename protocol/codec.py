@@ -12,7 +12,7 @@ from typing import Any
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import DecodeError, EncodeError
-from groupcoord.protocol.fast import BODY_READERS
+from groupcoord.protocol.fast import BODY_READERS, BODY_WRITERS
 from groupcoord.protocol.headers import RequestHeader, ResponseHeader
 from groupcoord.protocol.messages import REQUESTS, RESPONSES
 from groupcoord.protocol.schema import codec, decode_from, encode_into
@@ -110,6 +110,11 @@ def decode_from_partial(cls: type, stream: io.BytesIO, version: int) -> Any:
 
 def encode_response(correlation_id: int, api_key: int, api_version: int, body: Any) -> bytes:
     """A whole response frame, size prefix included."""
+    writer = BODY_WRITERS.get(api_key)
+    if writer is not None:
+        frame = writer(correlation_id, api_version, body)
+        if frame is not None:
+            return frame
     c = codec(type(body), api_version)
     stream = io.BytesIO()
     stream.write(_CORR_V0.pack(0, correlation_id))

@@ -17,11 +17,15 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
 )
+from groupcoord.protocol.messages.offset_fetch import OffsetFetchResponse, OffsetFetchResponsePartitions
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -280,26 +284,17 @@ def parse_offset_commit(frame: bytes, pos: int, version: int) -> tuple[object, i
             if name is None:
                 return None
             n_parts, pos = _count(frame, pos, flexible)
-            parts = []
-            for _ in range(n_parts):
-                if version >= 6:
-                    index, offset, epoch = _PART_V6.unpack_from(frame, pos)
-                    pos += 16
-                else:
-                    index, offset = _PART_V2.unpack_from(frame, pos)
-                    epoch = -1
-                    pos += 12
-                metadata, pos = _string(frame, pos, flexible)
-                if flexible:
-                    if frame[pos] != 0:
-                        return None
-                    pos += 1
-                parts.append(OffsetCommitRequestPartition(index, offset, epoch, -1, metadata))
+            read = _fixed_partitions(frame, pos, n_parts, version) or _partitions(
+                frame, pos, n_parts, version
+            )
+            if read is None:
+                return None
+            parts, pos = read
             if flexible:
                 if frame[pos] != 0:
                     return None
                 pos += 1
-            topics.append(OffsetCommitRequestTopic(name=name, partitions=tuple(parts)))
+            topics.append(OffsetCommitRequestTopic(name=name, partitions=parts))  # type: ignore[arg-type]
         if flexible:
             if frame[pos] != 0:
                 return None
@@ -313,6 +308,181 @@ def parse_offset_commit(frame: bytes, pos: int, version: int) -> tuple[object, i
         return None
 
 
+def _partition_columns(
+    indexes: tuple[int, ...],
+    offsets: tuple[int, ...],
+    epochs: tuple[int, ...],
+    metadata: tuple[str | None, ...],
+) -> Columns[OffsetCommitRequestPartition]:
+    """The partitions of one topic as columns (protocol/columns.py): rows are the codec's own dataclass."""
+    return Columns(OffsetCommitRequestPartition, indexes, offsets, epochs, (-1,) * len(indexes), metadata)
+
+
+_FIXED: dict[tuple[int, int], struct.Struct] = {}
+
+
+def _fixed_partitions(
+    frame: bytes, pos: int, n: int, version: int
+) -> tuple[Columns[OffsetCommitRequestPartition], int] | None:
+    """The common shape read in one `struct.unpack`: every partition's metadata the empty string (and, when
+    flexible, no tagged fields), so each entry has the same size. The entry at i * size only exists if every
+    entry before it had that shape, so checking the metadata bytes of each stride decides it exactly; None
+    when they are not all so (the loop in `_partitions` reads them)."""
+    if not n:
+        return None
+    flexible, epoch = version >= 8, version >= 6
+    size = (16 if epoch else 12) + 2  # metadata: compact "" and no tags, or an int16 length 0
+    block = frame[pos : pos + size * n]
+    if len(block) != size * n:
+        return None
+    first, second = (b"\x01", b"\x00") if flexible else (b"\x00", b"\x00")
+    if block[size - 2 :: size] != first * n or block[size - 1 :: size] != second * n:
+        return None
+    st = _FIXED.get((n, version))
+    if st is None:
+        st = struct.Struct(">" + ("iqi2x" if epoch else "iq2x") * n)
+        if len(_FIXED) < 4096:
+            _FIXED[(n, version)] = st
+    flat = st.unpack(block)
+    if epoch:
+        return _partition_columns(flat[0::3], flat[1::3], flat[2::3], ("",) * n), pos + size * n
+    return _partition_columns(flat[0::2], flat[1::2], (-1,) * n, ("",) * n), pos + size * n
+
+
+def _partitions(
+    frame: bytes, pos: int, n: int, version: int
+) -> tuple[Columns[OffsetCommitRequestPartition], int] | None:
+    """Any partitions of one topic, entry by entry, into columns; None for tagged fields."""
+    flexible = version >= 8
+    indexes, offsets, epochs, metadata = [], [], [], []
+    for _ in range(n):
+        if version >= 6:
+            index, offset, epoch = _PART_V6.unpack_from(frame, pos)
+            pos += 16
+        else:
+            index, offset = _PART_V2.unpack_from(frame, pos)
+            epoch = -1
+            pos += 12
+        meta, pos = _string(frame, pos, flexible)
+        if flexible:
+            if frame[pos] != 0:
+                return None
+            pos += 1
+        indexes.append(index)
+        offsets.append(offset)
+        epochs.append(epoch)
+        metadata.append(meta)
+    return _partition_columns(tuple(indexes), tuple(offsets), tuple(epochs), tuple(metadata)), pos
+
+
 #: api key -> the hand-written body reader `decode_request_counted` tries first (body start, version) -> (body,
 #: end) or None; the codec decodes whatever it refuses
 BODY_READERS: dict[int, Callable[[bytes, int, int], tuple[object, int] | None]] = {8: parse_offset_commit}
+
+
+# -- OffsetCommit v3-v9 responses (issue 39): written from the partitions' columns without a row object
+
+_PAIR_FMT: dict[tuple[int, bool], struct.Struct] = {}
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def encode_offset_commit_response(correlation_id: int, version: int, body: object) -> bytes | None:
+    """The whole response frame of an OffsetCommit v3-v9 whose every topic's partitions are `Columns` of
+    (partition index, error code), as the handler builds them; None for the codec to encode (any other
+    version or shape). tests/protocol/test_fast_offset_commit_columns.py checks it byte for byte against the
+    codec."""
+    if not 3 <= version <= 9 or type(body) is not OffsetCommitResponse:
+        return None
+    flexible = version >= 8
+    out = [_I32.pack(correlation_id), b"\x00" if flexible else b"", _I32.pack(body.throttle_time_ms)]
+    topics = body.topics
+    out.append(_uvarint_bytes(len(topics) + 1) if flexible else _I32.pack(len(topics)))
+    for t in topics:
+        parts: object = t.partitions
+        if type(parts) is not Columns or parts.make is not OffsetCommitResponsePartition:
+            return None
+        name = t.name.encode()
+        indexes, errors = parts.cols
+        n = len(indexes)
+        if flexible:
+            out += (_uvarint_bytes(len(name) + 1), name, _uvarint_bytes(n + 1))
+        else:
+            if len(name) > 0x7FFF:
+                return None
+            out += (_I16.pack(len(name)), name, _I32.pack(n))
+        st = _PAIR_FMT.get((n, flexible))
+        if st is None:
+            st = struct.Struct(">" + ("ihx" if flexible else "ih") * n)
+            if len(_PAIR_FMT) < 4096:
+                _PAIR_FMT[(n, flexible)] = st
+        flat = [0] * (2 * n)
+        flat[0::2] = indexes
+        flat[1::2] = errors
+        out.append(st.pack(*flat))
+        if flexible:
+            out.append(b"\x00")
+    if flexible:
+        out.append(b"\x00")
+    data = b"".join(out)
+    return _I32.pack(len(data)) + data
+
+
+# -- OffsetFetch v8-v9 responses (issue 39): partitions in columns, every metadata empty (the common answer)
+
+_FETCH_FMT: dict[int, struct.Struct] = {}
+
+
+def _compact_string(value: str) -> bytes:
+    raw = value.encode()
+    return _uvarint_bytes(len(raw) + 1) + raw
+
+
+def encode_offset_fetch_response(correlation_id: int, version: int, body: object) -> bytes | None:
+    """The whole response frame of an OffsetFetch v8-v9 whose every topic's partitions are `Columns` of
+    (index, offset, leader epoch, metadata, error) with empty metadata; None for the codec to encode."""
+    if not 8 <= version <= 9 or type(body) is not OffsetFetchResponse:
+        return None
+    out = [
+        _I32.pack(correlation_id),
+        b"\x00",
+        _I32.pack(body.throttle_time_ms),
+        _uvarint_bytes(len(body.groups) + 1),
+    ]
+    for g in body.groups:
+        out += (_compact_string(g.group_id), _uvarint_bytes(len(g.topics) + 1))
+        for t in g.topics:
+            parts: object = t.partitions
+            if type(parts) is not Columns or parts.make is not OffsetFetchResponsePartitions:
+                return None
+            indexes, offsets, epochs, metadata, errors = parts.cols
+            n = len(indexes)
+            if metadata.count("") != n:
+                return None
+            st = _FETCH_FMT.get(n)
+            if st is None:
+                st = struct.Struct(">" + "iqiBhx" * n)  # ..., compact "" (0x01), error, no tags
+                if len(_FETCH_FMT) < 4096:
+                    _FETCH_FMT[n] = st
+            flat = [1] * (5 * n)
+            flat[0::5], flat[1::5], flat[2::5], flat[4::5] = indexes, offsets, epochs, errors
+            out += (_compact_string(t.name), _uvarint_bytes(n + 1), st.pack(*flat), b"\x00")
+        out += (_I16.pack(g.error_code), b"\x00")
+    out.append(b"\x00")
+    data = b"".join(out)
+    return _I32.pack(len(data)) + data
+
+
+#: api key -> a hand-written writer of whole response frames `encode_response` tries first (correlation id,
+#: version, body) -> frame or None; the codec encodes whatever it refuses
+BODY_WRITERS: dict[int, Callable[[int, int, object], bytes | None]] = {
+    8: encode_offset_commit_response,
+    9: encode_offset_fetch_response,
+}

@@ -31,6 +31,7 @@ SLOW_FIRST = (
     "tests/pipeline/",
     "tests/partitions/",
     "tests/oracle/",
+    "tests/aio/",
     "tests/cluster/",
     "tests/integration/",
     "tests/testing/",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline", "membership", "share")
+SOURCE_FOLDERS = ("protocol", "server", "assignors", "pipeline", "membership", "share", "aio")
 
 #: room (a module or package, as `groupcoord.<room>`) -> the rooms it may import from
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -25,6 +25,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "membership": ("membership", "protocol"),
     # the asyncio share consumer: the wire codecs and membership's client connection, never the server
     "share": ("share", "membership.connection", "membership.member", "protocol"),
+    # aiokafka's consumer speaking KIP-848: the wire codecs (and aiokafka itself), never the server
+    "aio": ("aio", "protocol"),
     "server.coordinator": ("server.coordinator", "protocol"),
     "server.storage": ("server.storage", "server.coordinator.records"),
     "server.log": ("server.log", "protocol"),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Any
 
 import structlog
 
@@ -21,7 +20,7 @@ from groupcoord.protocol.messages import delete_acls as da
 from groupcoord.protocol.messages import describe_acls as ds
 from groupcoord.server.apis import authz
 from groupcoord.server.apis.declaration import Api
-from groupcoord.server.net.dispatch import RequestContext
+from groupcoord.server.net.dispatch import Reply, RequestContext
 from groupcoord.server.security.authorizer import (
     ALTER,
     CLUSTER,
@@ -70,7 +69,7 @@ def describe_acls(ctx: RequestContext, req: ds.DescribeAclsRequest) -> ds.Descri
     )
 
 
-def create_acls(ctx: RequestContext, req: ca.CreateAclsRequest) -> Any:
+def create_acls(ctx: RequestContext, req: ca.CreateAclsRequest) -> Reply[ca.CreateAclsResponse]:
     access = ctx.services.access
     if not access.enabled or not _cluster(ctx, ALTER):
         code = ErrorCode.SECURITY_DISABLED if not access.enabled else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -113,7 +112,7 @@ async def _create(ctx: RequestContext, bindings: list[AclBinding]) -> ca.CreateA
     )
 
 
-def delete_acls(ctx: RequestContext, req: da.DeleteAclsRequest) -> Any:
+def delete_acls(ctx: RequestContext, req: da.DeleteAclsRequest) -> Reply[da.DeleteAclsResponse]:
     access = ctx.services.access
     if not access.enabled or not _cluster(ctx, ALTER):
         code = ErrorCode.SECURITY_DISABLED if not access.enabled else ErrorCode.CLUSTER_AUTHORIZATION_FAILED

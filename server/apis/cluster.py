@@ -15,7 +15,7 @@ Uses of the server (`ctx.services`): `ctx.services.config` (node, host, port, ra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
@@ -33,7 +33,7 @@ from groupcoord.protocol.messages.offset_delete import (
 from groupcoord.server.apis import authz, authz_admin, loading
 from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.apis.meta import CLUSTER_OPERATIONS
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -78,7 +78,7 @@ def describe_cluster(ctx: RequestContext, req: DescribeClusterRequest) -> Descri
     )
 
 
-def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
+def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Reply[OffsetDeleteResponse]:
     if not req.group_id:
         return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
     topics = ctx.services.topics

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator import types as m
 
@@ -51,15 +52,18 @@ class CommitPlan:
 
     def failed(self) -> m.OffsetCommitResult:
         """What to answer for the accepted partitions when the write itself failed."""
+        error = int(ErrorCode.UNKNOWN_SERVER_ERROR)
         return m.OffsetCommitResult(
             tuple(
-                (topic, tuple((p.partition, int(ErrorCode.UNKNOWN_SERVER_ERROR)) for p in parts))
+                (topic, tuple((p.partition, error) for p in parts))  # rows, also of columns: a rare path
                 for topic, parts in self.accepted
             )
         )
 
     def answer(self, result: m.OffsetCommitResult | None) -> Answer:
         """Every partition of the request, in its order, with the coordinator's error or the one set here."""
+        if result is not None and not self.errors and _aligned(self.topics_in, result.topics):
+            return result.topics  # every partition went to the coordinator: its answer is in request order
         if result is not None:
             for topic, parts in result.topics:
                 for partition, error in parts:
@@ -85,6 +89,13 @@ def plan_commit(
     of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION and the rest go to the coordinator."""
     plan = CommitPlan(topics_in)
     for t in topics_in:
+        cols = t.partitions
+        if type(cols) is Columns and not error_for_all:  # protocol/fast.py's reader: no row objects
+            indexes = cols.cols[0]
+            # a topic's partitions are 0..n-1: when both ends exist, every one does
+            if indexes and has_partition(t.name, min(indexes)) and has_partition(t.name, max(indexes)):
+                plan.accepted.append((t.name, Columns(m.CommitPartition, *cols.cols)))  # type: ignore[arg-type]
+                continue
         parts = []
         for p in t.partitions:
             if error_for_all:
@@ -105,3 +116,12 @@ def plan_commit(
         if parts:
             plan.accepted.append((t.name, tuple(parts)))
     return plan
+
+
+def _aligned(topics_in: Sequence[CommitTopicIn], answered: Answer) -> bool:
+    """Whether the coordinator's answer has the request's topics in its order, with as many partitions each
+    (then it is the whole answer as it stands)."""
+    return len(answered) == len(topics_in) and all(
+        name == t.name and len(parts) == len(t.partitions)
+        for (name, parts), t in zip(answered, topics_in, strict=True)
+    )

@@ -62,7 +62,7 @@ from groupcoord.server.configs.topic_defs import TOPIC_CONFIGS
 from groupcoord.server.configs.types import ConfigSource, ResourceType
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Reply, RequestContext
 
 OK: Refusal = (ErrorCode.NONE, "")
 
@@ -162,7 +162,7 @@ def _entry(version: int, req: DescribeConfigsRequest, e: ConfigEntry) -> Describ
 # ------------------------------------------------------------------------------ AlterConfigs (both kinds)
 
 
-def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> Any:
+def alter_configs(ctx: RequestContext, req: AlterConfigsRequest) -> Reply[AlterConfigsResponse]:
     """The legacy API: each resource's given configs replace all of its settings."""
     changes = [
         (r.resource_type, r.resource_name, lambda current, r=r: _replace_all(r.configs))
@@ -180,7 +180,9 @@ def _replace_all(configs: Any) -> dict[str, str] | Refusal:
     return out
 
 
-def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Any:
+def incremental_alter_configs(
+    ctx: RequestContext, req: IncrementalAlterConfigsRequest
+) -> Reply[IncrementalAlterConfigsResponse]:
     changes = []
     for r in req.resources:
         defs = {

@@ -23,7 +23,7 @@ from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
 from groupcoord.server.apis import authz_consumer, loading
 from groupcoord.server.apis.declaration import Api, by_group_id, by_group_ids
 from groupcoord.server.coordinator.modern.consumer import api as m
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Reply, then
 from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
 
 if TYPE_CHECKING:
@@ -85,7 +85,9 @@ class LogTopicImage:
         return frozenset(n for n in self._topics.names() if visible is None or visible(n))
 
 
-def consumer_group_heartbeat(ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest) -> Any:
+def consumer_group_heartbeat(
+    ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest
+) -> Reply[cgh.ConsumerGroupHeartbeatResponse]:
     owned = None
     if req.topic_partitions is not None:
         merged: dict[uuid.UUID, frozenset[int]] = {}
@@ -186,7 +188,9 @@ def _assignment(parts: tuple[m.DescribedTopicPartitions, ...]) -> cgd.DescribedA
     )
 
 
-def consumer_group_describe(ctx: RequestContext, req: cgd.ConsumerGroupDescribeRequest) -> Any:
+def consumer_group_describe(
+    ctx: RequestContext, req: cgd.ConsumerGroupDescribeRequest
+) -> Reply[cgd.ConsumerGroupDescribeResponse]:
     access = ctx.services.access
     visible = None
     if access.enabled:  # every heartbeat may resolve the group's regexes, not only one that sends a regex

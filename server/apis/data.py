@@ -43,13 +43,13 @@ from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.manager import OffsetResult, ReadResult
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Reply, RequestContext
 
 EMPTY_PARTITION = ReadResult(ErrorCode.NONE, b"", 0, 0, 0)
 OUT_OF_RANGE = ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, b"", 0, 0, 0)
 
 
-def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Any:
+def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Reply[pr.ProduceResponse]:
     return asyncio.ensure_future(_produce(ctx, req))
 
 
@@ -124,7 +124,7 @@ def _partition_response(index: int, r: Any, version: int) -> pr.PartitionProduce
     )
 
 
-def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Any:
+def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Reply[fe.FetchResponse]:
     return asyncio.ensure_future(_fetch(ctx, req))
 
 
@@ -198,7 +198,7 @@ def _aborted(aborted: tuple[tuple[int, int], ...] | None) -> tuple[fe.AbortedTra
     return tuple(fe.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted or ())
 
 
-def list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> Any:
+def list_offsets(ctx: RequestContext, req: lo.ListOffsetsRequest) -> Reply[lo.ListOffsetsResponse]:
     return asyncio.ensure_future(_list_offsets(ctx, req))
 
 
@@ -271,7 +271,7 @@ def leader_epoch_error(ctx: RequestContext, topic: str, partition: int, requeste
     return ErrorCode.NONE
 
 
-def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Any:
+def init_producer_id(ctx: RequestContext, req: ip.InitProducerIdRequest) -> Reply[ip.InitProducerIdResponse]:
     if req.transactional_id is not None:
         status = txn_status(ctx, req.transactional_id)  # cluster mode: the id's shard is served here?
         if status != ErrorCode.NONE:
@@ -335,7 +335,7 @@ def offset_for_leader_epoch(
     return ol.OffsetForLeaderEpochResponse(topics=tuple(topics))
 
 
-def delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> Any:
+def delete_topics(ctx: RequestContext, req: dt.DeleteTopicsRequest) -> Reply[dt.DeleteTopicsResponse]:
     return asyncio.ensure_future(_delete_topics(ctx, req))
 
 
@@ -391,7 +391,9 @@ def _zero() -> Any:
     return uuid.UUID(int=0)
 
 
-def create_partitions(ctx: RequestContext, req: cp.CreatePartitionsRequest) -> Any:
+def create_partitions(
+    ctx: RequestContext, req: cp.CreatePartitionsRequest
+) -> Reply[cp.CreatePartitionsResponse]:
     return asyncio.ensure_future(_create_partitions(ctx, req))
 
 

@@ -42,7 +42,7 @@ from groupcoord.protocol.messages.sync_group import SyncGroupRequest, SyncGroupR
 from groupcoord.server.apis import authz, loading
 from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.net.dispatch import Prebuilt, then
+from groupcoord.server.net.dispatch import Prebuilt, Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import Peer, RequestContext
@@ -65,7 +65,7 @@ def _by_name(protocols: Iterable[Any]) -> tuple[tuple[str, bytes], ...]:
     return tuple(seen.items())
 
 
-def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Any:
+def join_group(ctx: RequestContext, req: JoinGroupRequest) -> Reply[JoinGroupResponse]:
     v = ctx.version
     mreq = m.JoinGroupRequest(
         version=v,
@@ -116,7 +116,7 @@ def join_response(r: m.JoinGroupResult, v: int) -> JoinGroupResponse:
     )
 
 
-def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Any:
+def sync_group(ctx: RequestContext, req: SyncGroupRequest) -> Reply[SyncGroupResponse]:
     v = ctx.version
     if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -164,7 +164,7 @@ def heartbeat_frame(version: int, error: int) -> Prebuilt:
     return frame
 
 
-def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Any:
+def heartbeat(ctx: RequestContext, req: HeartbeatRequest) -> Reply[HeartbeatResponse]:
     mreq = m.HeartbeatRequest(
         ctx.version, req.group_id, req.generation_id, req.member_id, req.group_instance_id
     )
@@ -194,7 +194,7 @@ def heartbeat_fast(
     return b"".join((prebuilt[:4], frame[4:8], prebuilt[8:])), prebuilt
 
 
-def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Any:
+def leave_group(ctx: RequestContext, req: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
     v = ctx.version
     if v < 3:
         members: tuple[m.LeaveMember, ...] = (m.LeaveMember(req.member_id, None, None),)
@@ -281,7 +281,7 @@ def list_groups(ctx: RequestContext, req: lg.ListGroupsRequest) -> lg.ListGroups
     )
 
 
-def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Any:
+def delete_groups(ctx: RequestContext, req: DeleteGroupsRequest) -> Reply[DeleteGroupsResponse]:
     names = list(dict.fromkeys(req.groups_names))  # de-duplicated, order kept
     machine = ctx.services.machine
     if any(machine.has_share_group(g) for g in names):

@@ -43,7 +43,7 @@ from groupcoord.server.apis.declaration import Api
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.configs.resolve import topic_entries
 from groupcoord.server.log.errors import LogError
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.log.manager import LogManager
@@ -144,7 +144,7 @@ def _led_partition(leader: tuple[Any, int] | None, p: int) -> MetadataResponsePa
     )
 
 
-def metadata(ctx: RequestContext, req: MetadataRequest) -> Any:
+def metadata(ctx: RequestContext, req: MetadataRequest) -> Reply[MetadataResponse]:
     """Metadata, with the authorized operations v8+ may ask for (librdkafka's `describe_cluster` and
     `describe_topics` read them from here): with no authorizer Kafka reports every operation the resource
     supports."""
@@ -287,7 +287,7 @@ def find_coordinator(ctx: RequestContext, req: FindCoordinatorRequest) -> FindCo
     return FindCoordinatorResponse(error_code=err, error_message=msg, node_id=node, host=host, port=port)
 
 
-def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Any:
+def create_topics(ctx: RequestContext, req: CreateTopicsRequest) -> Reply[CreateTopicsResponse]:
     return asyncio.ensure_future(_create_topics(ctx, req))
 
 

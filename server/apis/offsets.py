@@ -19,6 +19,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from groupcoord.protocol.api import ApiKey
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
@@ -27,13 +28,39 @@ from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.apis.error_answers import commit_errors
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
 
 
-def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
+def _response_partitions(parts: Any) -> Any:
+    """A topic's (partition, error) pairs as the response's partitions: kept as columns when the state machine
+    answered in columns (protocol/fast.py then writes the frame without a row object), else the codec's
+    dataclasses."""
+    if type(parts) is Columns:
+        return Columns(oc.OffsetCommitResponsePartition, *parts.cols)
+    return tuple(oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts)
+
+
+def _fetch_partitions(parts: Any) -> Any:
+    """OffsetFetch v8+'s partitions of one topic: columns stay columns (protocol/fast.py writes them), rows
+    become the codec's dataclasses."""
+    if type(parts) is Columns:  # FetchedPartition's fields are the response's, in its order
+        return Columns(of.OffsetFetchResponsePartitions, *parts.cols)
+    return tuple(
+        of.OffsetFetchResponsePartitions(
+            partition_index=p.partition,
+            committed_offset=p.offset,
+            committed_leader_epoch=p.leader_epoch,
+            metadata=p.metadata,
+            error_code=p.error,
+        )
+        for p in parts
+    )
+
+
+def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Reply[oc.OffsetCommitResponse]:
     v = ctx.version
     if v == 0:
         return commit_errors(req, ErrorCode.UNSUPPORTED_VERSION)
@@ -42,12 +69,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
     def respond(result: m.OffsetCommitResult | None) -> oc.OffsetCommitResponse:
         return oc.OffsetCommitResponse(
             topics=tuple(
-                oc.OffsetCommitResponseTopic(
-                    name=name,
-                    partitions=tuple(
-                        oc.OffsetCommitResponsePartition(partition_index=i, error_code=e) for i, e in parts
-                    ),
-                )
+                oc.OffsetCommitResponseTopic(name=name, partitions=_response_partitions(parts))
                 for name, parts in plan.answer(result)
             )
         )
@@ -64,7 +86,6 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         topics=tuple(plan.accepted),
     )
     machine = ctx.services.machine
-    failed = plan.failed()
     topics = ctx.services.topics
 
     def topic_id(name: str) -> uuid.UUID | None:
@@ -72,7 +93,7 @@ def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
         return None if info is None else info.topic_id
 
     call = ctx.services.runtime.call_parked(
-        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), lambda: failed
+        req.group_id, lambda tok, now: machine.commit_offsets(mreq, tok, now, topic_id), plan.failed
     )
     return then(call, respond)
 
@@ -90,72 +111,12 @@ def _fetch_one(
     return ctx.services.runtime.call(group_id, lambda now: (machine.fetch_offsets(mreq, now), None))
 
 
-def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
+def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.OffsetFetchResponse]:
     v = ctx.version
     if v >= 8:
-        results = [
-            _fetch_one(
-                ctx,
-                g.group_id,
-                None if g.topics is None else tuple((t.name, t.partition_indexes) for t in g.topics),
-                req.require_stable,
-                g.member_id,
-                g.member_epoch,
-            )
-            for g in req.groups
-        ]
-        ids = [g.group_id for g in req.groups]
-
-        def build(done: list[m.OffsetFetchResult]) -> of.OffsetFetchResponse:
-            return of.OffsetFetchResponse(
-                groups=tuple(
-                    of.OffsetFetchResponseGroup(
-                        group_id=gid,
-                        error_code=r.error,
-                        topics=tuple(
-                            of.OffsetFetchResponseTopics(
-                                name=topic,
-                                partitions=tuple(
-                                    of.OffsetFetchResponsePartitions(
-                                        partition_index=p.partition,
-                                        committed_offset=p.offset,
-                                        committed_leader_epoch=p.leader_epoch,
-                                        metadata=p.metadata,
-                                        error_code=p.error,
-                                    )
-                                    for p in parts
-                                ),
-                            )
-                            for topic, parts in r.topics
-                        ),
-                    )
-                    for gid, r in zip(ids, done, strict=True)
-                )
-            )
-
-        if any(isinstance(r, asyncio.Future) for r in results):
-            return then(asyncio.ensure_future(_gather(results)), build)
-        return build(results)
-
+        return _fetch_groups(ctx, req)
     if v == 0:
-        topics = req.topics or ()
-        return of.OffsetFetchResponse(
-            topics=tuple(
-                of.OffsetFetchResponseTopic(
-                    name=t.name,
-                    partitions=tuple(
-                        of.OffsetFetchResponsePartition(
-                            partition_index=p,
-                            committed_offset=-1,
-                            metadata="",
-                            error_code=ErrorCode.UNSUPPORTED_VERSION,
-                        )
-                        for p in t.partition_indexes
-                    ),
-                )
-                for t in topics
-            )
-        )
+        return _fetch_v0(req)
     wanted = None if req.topics is None else tuple((t.name, t.partition_indexes) for t in req.topics)
     result = _fetch_one(ctx, req.group_id, wanted, req.require_stable)
 
@@ -182,6 +143,66 @@ def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
         )
 
     return then(result, build_one)
+
+
+def _fetch_groups(ctx: RequestContext, req: of.OffsetFetchRequest) -> Reply[of.OffsetFetchResponse]:
+    """v8+: several groups in one request, each answered with its own error."""
+    results = [
+        _fetch_one(
+            ctx,
+            g.group_id,
+            None if g.topics is None else tuple((t.name, t.partition_indexes) for t in g.topics),
+            req.require_stable,
+            g.member_id,
+            g.member_epoch,
+        )
+        for g in req.groups
+    ]
+    ids = [g.group_id for g in req.groups]
+
+    def build(done: list[m.OffsetFetchResult]) -> of.OffsetFetchResponse:
+        return of.OffsetFetchResponse(
+            groups=tuple(
+                of.OffsetFetchResponseGroup(
+                    group_id=gid,
+                    error_code=r.error,
+                    topics=tuple(
+                        of.OffsetFetchResponseTopics(
+                            name=topic,
+                            partitions=_fetch_partitions(parts),
+                        )
+                        for topic, parts in r.topics
+                    ),
+                )
+                for gid, r in zip(ids, done, strict=True)
+            )
+        )
+
+    if any(isinstance(r, asyncio.Future) for r in results):
+        return then(asyncio.ensure_future(_gather(results)), build)
+    return build(results)
+
+
+def _fetch_v0(req: of.OffsetFetchRequest) -> of.OffsetFetchResponse:
+    """v0 (offsets in ZooKeeper) is not served: every partition asked for gets UNSUPPORTED_VERSION."""
+    topics = req.topics or ()
+    return of.OffsetFetchResponse(
+        topics=tuple(
+            of.OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=tuple(
+                    of.OffsetFetchResponsePartition(
+                        partition_index=p,
+                        committed_offset=-1,
+                        metadata="",
+                        error_code=ErrorCode.UNSUPPORTED_VERSION,
+                    )
+                    for p in t.partition_indexes
+                ),
+            )
+            for t in topics
+        )
+    )
 
 
 async def _gather(items: list[Any]) -> list[Any]:

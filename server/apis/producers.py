@@ -27,7 +27,7 @@ a `__consumer_offsets` partition it does not lead).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
@@ -37,7 +37,7 @@ from groupcoord.server.apis import authz_tools
 from groupcoord.server.apis.declaration import Api
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Reply, RequestContext
 
 UNKNOWN_MESSAGE = "This server does not host this topic-partition."
 INVALID_TOPIC_MESSAGE = "The request attempted to perform an operation on an invalid topic."
@@ -88,7 +88,9 @@ def describe_producers(ctx: RequestContext, req: dp.DescribeProducersRequest) ->
     return dp.DescribeProducersResponse(topics=tuple(out))
 
 
-def write_txn_markers(ctx: RequestContext, req: wm.WriteTxnMarkersRequest) -> Any:
+def write_txn_markers(
+    ctx: RequestContext, req: wm.WriteTxnMarkersRequest
+) -> Reply[wm.WriteTxnMarkersResponse]:
     return asyncio.ensure_future(_write_markers(ctx, req))
 
 

@@ -11,7 +11,7 @@ replica there is nothing to wait for, so `timeout_ms` is not used.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
@@ -25,10 +25,10 @@ from groupcoord.server.apis import authz_admin
 from groupcoord.server.apis.declaration import Api
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Reply, RequestContext
 
 
-def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Any:
+def delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Reply[DeleteRecordsResponse]:
     return asyncio.ensure_future(_delete_records(ctx, req))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import Any
 
 import structlog
 
@@ -23,7 +22,7 @@ from groupcoord.protocol.messages import alter_user_scram_credentials as al
 from groupcoord.protocol.messages import describe_user_scram_credentials as ds
 from groupcoord.server.apis import authz
 from groupcoord.server.apis.declaration import Api
-from groupcoord.server.net.dispatch import RequestContext
+from groupcoord.server.net.dispatch import Reply, RequestContext
 from groupcoord.server.security.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from groupcoord.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS
 
@@ -71,7 +70,9 @@ def describe_user_scram_credentials(
     return ds.DescribeUserScramCredentialsResponse(error_code=ErrorCode.NONE, results=tuple(results))
 
 
-def alter_user_scram_credentials(ctx: RequestContext, req: al.AlterUserScramCredentialsRequest) -> Any:
+def alter_user_scram_credentials(
+    ctx: RequestContext, req: al.AlterUserScramCredentialsRequest
+) -> Reply[al.AlterUserScramCredentialsResponse]:
     users = list(dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions]))
     if not _cluster(ctx, ALTER):
         return al.AlterUserScramCredentialsResponse(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
@@ -31,7 +31,7 @@ from groupcoord.server.share.service import Fetched
 from groupcoord.server.share.sessions import Key
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
+    from groupcoord.server.net.dispatch import Reply, RequestContext
 
 NO_LEADER = sf.ShareLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
 E = ErrorCode
@@ -106,7 +106,7 @@ def _valid_member(member_id: str | None) -> bool:
     return member_id is not None and 0 < len(member_id) <= 36
 
 
-def share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> Any:
+def share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> Reply[sf.ShareFetchResponse]:
     return asyncio.ensure_future(_share_fetch(ctx, req))
 
 
@@ -179,6 +179,19 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
     for k in (*partition_errors, *ack_results, *(k for k, f in fetched.items() if f.acquired or f.error)):
         if k not in listed:
             listed.append(k)
+    return _fetch_response(ctx, resolved, listed, fetched, ack_results, partition_errors, lock_ms)
+
+
+def _fetch_response(
+    ctx: RequestContext,
+    resolved: _Resolved,
+    listed: list[Key],
+    fetched: dict[Key, Fetched],
+    ack_results: dict[Key, tuple[int, str | None]],
+    partition_errors: dict[Key, int],
+    lock_ms: int,
+) -> sf.ShareFetchResponse:
+    """The answer: each listed partition with its error, acknowledgement result, records and acquired ranges."""
     by_topic: dict[str, list[sf.SharePartitionData]] = {}
     leaders = _Leaders(ctx, resolved)
     for k in listed:
@@ -213,7 +226,9 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
     )
 
 
-def share_acknowledge(ctx: RequestContext, req: sa.ShareAcknowledgeRequest) -> Any:
+def share_acknowledge(
+    ctx: RequestContext, req: sa.ShareAcknowledgeRequest
+) -> Reply[sa.ShareAcknowledgeResponse]:
     return asyncio.ensure_future(_share_acknowledge(ctx, req))
 
 

@@ -10,7 +10,7 @@ Version notes: v0 of both APIs was Kafka 4.0's early access and is not offered; 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
@@ -24,7 +24,7 @@ from groupcoord.protocol.messages.share_group_heartbeat import (
 from groupcoord.server.apis import authz_share, loading
 from groupcoord.server.apis.declaration import Api, by_group_id, by_group_ids
 from groupcoord.server.coordinator.modern.share.group import ShareHeartbeatRequest, ShareHeartbeatResult
-from groupcoord.server.net.dispatch import then
+from groupcoord.server.net.dispatch import Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 INT_MIN = -(2**31)
 
 
-def share_group_heartbeat(ctx: RequestContext, req: ShareGroupHeartbeatRequest) -> Any:
+def share_group_heartbeat(
+    ctx: RequestContext, req: ShareGroupHeartbeatRequest
+) -> Reply[ShareGroupHeartbeatResponse]:
     services = ctx.services
     machine = services.machine
     names = set(machine.share_subscribed_names(req.group_id)) | set(req.subscribed_topic_names or ())

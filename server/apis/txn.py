@@ -38,7 +38,7 @@ from groupcoord.server.apis.commit_plan import plan_commit
 from groupcoord.server.apis.declaration import Api, by_transactional_id
 from groupcoord.server.apis.txn_routing import txn_status
 from groupcoord.server.coordinator import types as m
-from groupcoord.server.net.dispatch import Mapped, then
+from groupcoord.server.net.dispatch import Mapped, Reply, then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -57,7 +57,9 @@ def fenced_for(version: int, fenced_since: int, code: int) -> int:
 # ------------------------------------------------------------------------------ AddPartitionsToTxn
 
 
-def add_partitions_to_txn(ctx: RequestContext, req: ap.AddPartitionsToTxnRequest) -> Any:
+def add_partitions_to_txn(
+    ctx: RequestContext, req: ap.AddPartitionsToTxnRequest
+) -> Reply[ap.AddPartitionsToTxnResponse]:
     return asyncio.ensure_future(_add_partitions(ctx, req))
 
 
@@ -132,7 +134,9 @@ async def _add_one(
 # ------------------------------------------------------------------------------ AddOffsetsToTxn / EndTxn
 
 
-def add_offsets_to_txn(ctx: RequestContext, req: ao.AddOffsetsToTxnRequest) -> Any:
+def add_offsets_to_txn(
+    ctx: RequestContext, req: ao.AddOffsetsToTxnRequest
+) -> Reply[ao.AddOffsetsToTxnResponse]:
     status = txn_status(ctx, req.transactional_id)
     if status != E.NONE:
         return ao.AddOffsetsToTxnResponse(error_code=status)
@@ -146,7 +150,7 @@ def add_offsets_to_txn(ctx: RequestContext, req: ao.AddOffsetsToTxnRequest) -> A
     return asyncio.ensure_future(run())
 
 
-def end_txn(ctx: RequestContext, req: et.EndTxnRequest) -> Any:
+def end_txn(ctx: RequestContext, req: et.EndTxnRequest) -> Reply[et.EndTxnResponse]:
     status = txn_status(ctx, req.transactional_id)
     if status != E.NONE:
         return et.EndTxnResponse(error_code=status)
@@ -167,7 +171,9 @@ def end_txn(ctx: RequestContext, req: et.EndTxnRequest) -> Any:
 # ------------------------------------------------------------------------------------ TxnOffsetCommit
 
 
-def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> Any:
+def txn_offset_commit(
+    ctx: RequestContext, req: tc.TxnOffsetCommitRequest
+) -> Reply[tc.TxnOffsetCommitResponse]:
     routing = ctx.services.routing
     if routing is None or ctx.services.loading:
         producer_error = (

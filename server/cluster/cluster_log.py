@@ -361,11 +361,18 @@ class ClusterLog(ClusterTopics):
         *,
         min_one: bool = True,
         read_committed: bool = False,
+        through: int | None = None,
     ) -> ReadResult:
         if (topic, partition) not in self._logs:
             return ReadResult(self._absent(topic, partition), b"", -1, -1, -1)
         return super().read(
-            topic, partition, offset, max_bytes, min_one=min_one, read_committed=read_committed
+            topic,
+            partition,
+            offset,
+            max_bytes,
+            min_one=min_one,
+            read_committed=read_committed,
+            through=through,
         )
 
     async def list_offsets(

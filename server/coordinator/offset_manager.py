@@ -2,21 +2,29 @@
 half of deletion and loading (Kafka's `OffsetMetadataManager`).
 
 Commits are validated against the group manager's groups (generation, member, fencing) but the offsets and
-the count of commits still being written (`inflight`, what RequireStable reports as UNSTABLE_OFFSET_COMMIT)
+the commits still being written (`inflight`, what RequireStable reports as UNSTABLE_OFFSET_COMMIT)
 live here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from itertools import repeat
+from typing import Any
 
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.commit_checks import validate_offset_commit
 from groupcoord.server.coordinator.consumer import CONSUMER
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
-from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.coordinator.records import (
+    OffsetRecord,
+    OffsetValue,
+    new_offset_record,
+    new_offset_value,
+)
 from groupcoord.server.coordinator.registry import GroupRegistry
 from groupcoord.server.coordinator.txn_offsets import TxnOffsets
 from groupcoord.server.coordinator.types import (
@@ -53,9 +61,10 @@ class OffsetMetadataManager:
         #: which type owns a group id: offsets of a group of no type get a classic "simple" group
         self.registry = registry
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
-        self.inflight: dict[
-            tuple[str, str, int], int
-        ] = {}  # unpersisted commits per partition (RequireStable)
+        #: per group, the offsets of each commit still being written (RequireStable's UNSTABLE_OFFSET_COMMIT):
+        #: one entry per commit, not per partition, so a commit of 100 partitions costs one append and one
+        #: removal here (issue 39)
+        self.inflight: dict[str, list[dict[tuple[str, int], OffsetValue]]] = {}
         #: transactional offsets waiting for their transaction's marker (also UNSTABLE with RequireStable)
         self.txn = TxnOffsets(ctx, group_manager, self.offsets, registry)
         #: offsets OffsetDelete removed since start: Kafka's offset-deletion-count (the tombstones written)
@@ -78,8 +87,17 @@ class OffsetMetadataManager:
             return fx
         max_meta = self.ctx.config.offset_metadata_max_bytes
         retention = req.retention_time_ms if 2 <= req.version <= 4 and req.retention_time_ms != -1 else None
+        expire = now_ms + retention if retention is not None else -1
+        gid = req.group_id
+
+        def fits(parts: object) -> bool:
+            return _fits(parts, req.version, max_meta)
+
         pending: dict[tuple[str, int], OffsetValue] = {}
         for topic, parts in req.topics:
+            if fits(parts):  # columns (server/apis/commit_plan.py): no row objects
+                self._stage_columns(fx, gid, topic, parts.cols, now_ms, expire, pending)  # type: ignore[attr-defined]
+                continue
             for p in parts:
                 meta = p.metadata if p.metadata is not None else ""
                 if len(meta) > max_meta:
@@ -90,10 +108,10 @@ class OffsetMetadataManager:
                     leader_epoch=p.leader_epoch,
                     metadata=meta,
                     commit_timestamp=commit_ts,
-                    expire_timestamp=now_ms + retention if retention is not None else -1,
+                    expire_timestamp=expire,
                 )
                 pending[(topic, p.partition)] = value
-                fx.record(OffsetRecord(req.group_id, topic, p.partition, value))
+                fx.record(OffsetRecord(gid, topic, p.partition, value))
 
         def error_of(topic: str, p: CommitPartition, ok: bool) -> int:
             meta = p.metadata if p.metadata is not None else ""
@@ -104,30 +122,57 @@ class OffsetMetadataManager:
         if not pending:
             fx.reply(token, _commit_result(req, lambda t, p: error_of(t, p, True)))
             return fx
-        gid = req.group_id
-        for topic, partition in pending:
-            k = (gid, topic, partition)
-            self.inflight[k] = self.inflight.get(k, 0) + 1
+        self.inflight.setdefault(gid, []).append(pending)
 
         def after(ok: bool, now: int) -> Effects:
             fx2 = self.ctx.begin(now)
-            for topic, partition in pending:
-                k = (gid, topic, partition)
-                n = self.inflight.get(k, 0) - 1
-                if n > 0:
-                    self.inflight[k] = n
-                else:
-                    self.inflight.pop(k, None)
+            self._landed(gid, pending)
             if ok:
                 if not self.registry.holds_offsets(gid):
                     # deleted meanwhile: recreated, as a replay would
                     self.group_manager.add_simple_group(gid, now)
                 self.offsets.setdefault(gid, {}).update(pending)
-            fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok)))
+            uniform = NONE if ok else PERSIST_ERROR
+            fx2.reply(token, _commit_result(req, lambda t, p: error_of(t, p, ok), uniform, fits))
             return fx2
 
         fx.after_persist = after
         return fx
+
+    def _stage_columns(
+        self,
+        fx: Effects,
+        gid: str,
+        topic: str,
+        cols: tuple[tuple[Any, ...], ...],
+        now_ms: int,
+        expire: int,
+        pending: dict[tuple[str, int], OffsetValue],
+    ) -> None:
+        """One topic's partitions of a commit, column by column: the values and their records (the state's
+        own objects) and nothing else per partition."""
+        indexes, offsets, epochs, _, metadata = cols
+        if None in metadata:
+            metadata = tuple("" if m is None else m for m in metadata)
+        values = list(map(new_offset_value, zip(offsets, epochs, metadata, repeat(now_ms), repeat(expire))))
+        pending.update(zip(zip(repeat(topic), indexes), values, strict=True))
+        fx.record_all(map(new_offset_record, zip(repeat(gid), repeat(topic), indexes, values)))
+
+    def is_inflight(self, gid: str, topic: str, partition: int) -> bool:
+        """Whether a commit of this partition is still being written."""
+        return any((topic, partition) in commit for commit in self.inflight.get(gid, ()))
+
+    def _landed(self, gid: str, pending: dict[tuple[str, int], OffsetValue]) -> None:
+        """A commit's write finished (or failed): it is no longer in flight."""
+        commits = self.inflight.get(gid)
+        if commits is None:
+            return  # unloaded meanwhile
+        for i, c in enumerate(commits):
+            if c is pending:
+                del commits[i]
+                break
+        if not commits:
+            del self.inflight[gid]
 
     # ================================================================================= OffsetFetch
 
@@ -142,6 +187,11 @@ class OffsetMetadataManager:
                 )
             return OffsetFetchResult(
                 NONE, tuple((t, tuple(sorted(ps, key=lambda p: p.partition))) for t, ps in by_topic.items())
+            )
+        if not req.require_stable or not self.has_pending_commits(gid):  # nothing can be unstable
+            return OffsetFetchResult(
+                NONE,
+                tuple((t, _fetched_columns(offsets, t, ps)) for t, ps in req.topics),  # type: ignore[misc]
             )
         topics = tuple(
             (
@@ -159,7 +209,7 @@ class OffsetMetadataManager:
         self, gid: str, topic: str, partition: int, v: OffsetValue | None, require_stable: bool
     ) -> FetchedPartition:
         if require_stable and (
-            (gid, topic, partition) in self.inflight or self.txn.is_pending(gid, topic, partition)
+            self.is_inflight(gid, topic, partition) or self.txn.is_pending(gid, topic, partition)
         ):
             return FetchedPartition(partition, -1, -1, "", int(E.UNSTABLE_OFFSET_COMMIT))
         if v is None:
@@ -254,7 +304,7 @@ class OffsetMetadataManager:
         for (topic, partition), v in list(offsets.items()):
             if (
                 topic in subscribed
-                or (gid, topic, partition) in self.inflight
+                or self.is_inflight(gid, topic, partition)
                 or self.txn.is_pending(gid, topic, partition)
             ):
                 continue
@@ -268,7 +318,7 @@ class OffsetMetadataManager:
     # ====================================================================== deletion and loading
 
     def has_pending_commits(self, group_id: str) -> bool:
-        return any(k[0] == group_id for k in self.inflight) or self.txn.has_pending(group_id)
+        return group_id in self.inflight or self.txn.has_pending(group_id)
 
     def tombstone_group_offsets(self, group_id: str) -> None:
         """Write a tombstone for every committed offset of a group being deleted."""
@@ -306,16 +356,56 @@ class OffsetMetadataManager:
             return
         for gid in group_ids:
             self.offsets.pop(gid, None)
-        for k in [k for k in self.inflight if k[0] in group_ids]:
-            del self.inflight[k]
+        for gid in group_ids:
+            self.inflight.pop(gid, None)
 
 
 # ============================================================================================ helpers
 
 
+#: what a partition without a committed offset answers (offset -1, no epoch, empty metadata)
+_NO_OFFSET = OffsetValue(-1, -1, "", -1, -1)
+
+
+def _fetched_columns(
+    offsets: dict[tuple[str, int], OffsetValue], topic: str, partitions: Sequence[int]
+) -> Columns[FetchedPartition]:
+    """One topic's answer to an OffsetFetch, as columns of `FetchedPartition` (issue 39): a dict lookup per
+    partition and the values transposed in C."""
+    n = len(partitions)
+    rows = list(map(offsets.get, zip(repeat(topic), partitions), repeat(_NO_OFFSET)))
+    if not rows:
+        return Columns(FetchedPartition, (), (), (), (), ())
+    offs, epochs, metadata, _, _ = zip(*rows, strict=True)
+    return Columns(FetchedPartition, tuple(partitions), offs, epochs, metadata, (NONE,) * n)
+
+
+def _pair(partition: int, error: int) -> tuple[int, int]:
+    return (partition, error)
+
+
+def _fits(parts: object, version: int, max_meta: int) -> bool:
+    """Whether a topic's partitions are columns (server/apis/commit_plan.py) whose metadata all fit: then one
+    error answers them all and the columns path stores them."""
+    if type(parts) is not Columns or version == 1:  # v1 carries a commit timestamp per partition
+        return False
+    metadata = parts.cols[4]
+    return max((len(m) for m in metadata if m), default=0) <= max_meta
+
+
 def _commit_result(
-    req: OffsetCommitRequest, error_of: Callable[[str, CommitPartition], int]
+    req: OffsetCommitRequest,
+    error_of: Callable[[str, CommitPartition], int],
+    uniform: int | None = None,
+    fits: Callable[[object], bool] | None = None,
 ) -> OffsetCommitResult:
-    return OffsetCommitResult(
-        tuple((topic, tuple((p.partition, error_of(topic, p)) for p in parts)) for topic, parts in req.topics)
-    )
+    """Every partition's error; a topic `fits` accepts (columns whose metadata all fit) gets `uniform`, as
+    columns."""
+    out: list[tuple[str, Any]] = []
+    for topic, parts in req.topics:
+        if uniform is not None and fits is not None and fits(parts):
+            indexes = parts.cols[0]  # type: ignore[attr-defined]
+            out.append((topic, Columns(_pair, indexes, (uniform,) * len(indexes))))
+        else:
+            out.append((topic, tuple((p.partition, error_of(topic, p)) for p in parts)))
+    return OffsetCommitResult(tuple(out))

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +48,12 @@ class GroupRecord:
         return ("group", self.group_id)
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetValue:
+class OffsetValue(NamedTuple):
+    """A committed offset. A named tuple rather than a frozen dataclass (issue 39): an OffsetCommit of 100
+    partitions makes 100 of these and 100 `OffsetRecord`s, and a tuple is built in C (`new_offset_value`)
+    where a frozen dataclass runs a Python `__init__` of five `object.__setattr__` calls. Immutable and
+    hashable alike."""
+
     offset: int
     leader_epoch: int  # -1: absent
     metadata: str
@@ -55,8 +61,9 @@ class OffsetValue:
     expire_timestamp: int  # epoch ms, -1: none (only v2-v4 RetentionTimeMs sets it)
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetRecord:
+class OffsetRecord(NamedTuple):
+    """A group's committed offset of one partition (a named tuple, as `OffsetValue`)."""
+
     group_id: str
     topic: str
     partition: int
@@ -65,6 +72,12 @@ class OffsetRecord:
     @property
     def key(self) -> tuple[str, str, str, int]:
         return ("offset", self.group_id, self.topic, self.partition)
+
+
+#: build from one tuple of the fields, in C: `new_offset_value((offset, epoch, metadata, commit_ts, expire_ts))`
+new_offset_value: Callable[[Iterable[Any]], OffsetValue] = partial(tuple.__new__, OffsetValue)
+#: `new_offset_record((group_id, topic, partition, value))`
+new_offset_record: Callable[[Iterable[Any]], OffsetRecord] = partial(tuple.__new__, OffsetRecord)
 
 
 @dataclass(frozen=True, slots=True)

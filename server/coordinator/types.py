@@ -8,7 +8,7 @@ with a fake clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,6 +285,12 @@ class Effects:
         if self.records is _EMPTY:
             self.records = []
         self.records.append(rec)  # type: ignore[union-attr]
+
+    def record_all(self, recs: Iterable[Record]) -> None:
+        """Many records at once (an OffsetCommit's partitions, issue 39)."""
+        if self.records is _EMPTY:
+            self.records = []
+        self.records.extend(recs)  # type: ignore[union-attr]
 
     def event(self, ev: dict[str, Any]) -> None:
         if self.events is _EMPTY:

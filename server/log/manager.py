@@ -23,7 +23,7 @@ import struct
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.log.config import LogConfig
@@ -37,6 +37,7 @@ from groupcoord.server.log.partition import (
     PartitionLog,
 )
 from groupcoord.server.log.producer_ids import ProducerIdAllocator
+from groupcoord.server.log.results import AppendResult, OffsetResult, ReadResult
 from groupcoord.server.log.topics import (
     TopicInfo,
     collision_key,
@@ -63,30 +64,6 @@ def delete_dir_name(topic: str, partition: int, tag: str) -> str:
     the name fits the 255-byte file-name limit (a 249-character topic would otherwise overflow it)."""
     suffix = f"-{partition}.{tag}-delete"
     return topic[: max(0, 255 - len(suffix))] + suffix
-
-
-class AppendResult(NamedTuple):
-    error: ErrorCode
-    base_offset: int  # -1 on error (and for an empty records blob)
-    log_start_offset: int
-    log_append_time_ms: int = -1  # CreateTime topics only: always -1
-    error_message: str | None = None
-
-
-class ReadResult(NamedTuple):
-    error: ErrorCode
-    records: bytes
-    high_watermark: int
-    last_stable_offset: int  # first offset of the oldest open transaction, else the high watermark
-    log_start_offset: int
-    #: read_committed only: (producer id, first offset) of aborted transactions in the range read
-    aborted: tuple[tuple[int, int], ...] | None = None
-
-
-class OffsetResult(NamedTuple):
-    error: ErrorCode
-    offset: int
-    timestamp: int
 
 
 class LogManager:
@@ -449,8 +426,10 @@ class LogManager:
         *,
         min_one: bool = True,
         read_committed: bool = False,
+        through: int | None = None,
     ) -> ReadResult:
-        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`).
+        """Fetch one partition: whole batches from the one containing `offset` (see `PartitionLog.read`; with
+        `through`, none after the batch holding that offset).
 
         read_committed (Fetch isolation level 1) stops at the last stable offset and lists the aborted
         transactions overlapping what was read, as Kafka's `LocalLog.read` with `FetchTxnCommitted`."""
@@ -460,7 +439,13 @@ class LogManager:
         hw = plog.high_watermark
         lso = plog.last_stable_offset
         try:
-            data = plog.read(offset, max_bytes, min_one=min_one, max_offset=lso if read_committed else None)
+            data = plog.read(
+                offset,
+                max_bytes,
+                min_one=min_one,
+                max_offset=lso if read_committed else None,
+                through=through,
+            )
         except LogError as e:
             return ReadResult(e.code, b"", hw, lso, plog.log_start_offset, () if read_committed else None)
         aborted = None

@@ -338,9 +338,17 @@ class PartitionLog:
 
     # -- read ------------------------------------------------------------------------------------------
     def read(
-        self, offset: int, max_bytes: int, *, min_one: bool = True, max_offset: int | None = None
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        max_offset: int | None = None,
+        through: int | None = None,
     ) -> bytes:
-        """Whole batches starting with the one that contains `offset`, up to `max_bytes`.
+        """Whole batches starting with the one that contains `offset`, up to `max_bytes`; with `through`, none
+        after the batch that holds that offset (a share fetch reads only the records it acquired: the bytes
+        past them are neither read nor CRC-checked).
 
         Kafka semantics: the first batch may start before `offset` (the consumer skips the records before
         it); when `min_one` is set and the first batch alone exceeds `max_bytes` it is returned anyway so a
@@ -364,6 +372,8 @@ class PartitionLog:
             seg = self.segments[i]
             pos = self._find_position(seg, offset)
             if pos is not None:
+                if through is not None and through >= offset:
+                    max_bytes = min(max_bytes, self._batch_end(seg, through, pos) - pos)
                 data = self._read_from(seg, pos, max_bytes, min_one, limit)
                 if not data and self.corrupt_offset is not None and offset >= self.corrupt_offset:
                     raise LogError(ErrorCode.KAFKA_STORAGE_ERROR, self._offline_message())
@@ -386,6 +396,20 @@ class PartitionLog:
                 return pos
             pos += h.size
         return None
+
+    def _batch_end(self, seg: Segment, offset: int, start: int) -> int:
+        """Where the batch holding `offset` ends in `seg` (found from the offset index, walking headers from
+        the indexed batch at or before it, never before `start`); the segment's size if it ends before."""
+        pos = max(seg.lookup(offset), start)
+        size = seg.size
+        while pos < size:
+            h = seg.read_header(pos)
+            if h is None or h.magic != 2 or h.batch_length < MIN_BATCH_LENGTH or pos + h.size > size:
+                return size  # the read itself meets it and marks it
+            if h.last_offset >= offset:
+                return pos + h.size
+            pos += h.size
+        return size
 
     def _read_from(self, seg: Segment, pos: int, max_bytes: int, min_one: bool, limit: int) -> bytes:
         data = seg.data.pread(min(max(max_bytes, 0), seg.size - pos), pos)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import structlog
 
@@ -73,6 +73,12 @@ class Mapped:
     def __init__(self, src: asyncio.Future, convert: Callable[[Any], Any]) -> None:
         self.src = src
         self.convert = convert
+
+
+_R = TypeVar("_R")
+#: what a handler returns (`Reply[JoinGroupResponse]`): its response now, a future of it (a parked request), a
+#: `then()` conversion of one (`Mapped`), or None when the connection was closed instead
+Reply = _R | asyncio.Future[_R] | Mapped | None
 
 
 def then(src: Any, convert: Callable[[Any], Any]) -> Any:

@@ -29,6 +29,7 @@ from prometheus_client.utils import floatToGoString
 
 from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.codec import decode_response
+from groupcoord.protocol.columns import Columns
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.share.partition import ACQUIRED, TERMINAL
 
@@ -167,7 +168,13 @@ def _error_of(response: object) -> int:
             code = getattr(item, "error_code", None)
             if code:
                 return int(code)
-            for part in getattr(item, "partitions", None) or ():
+            parts = getattr(item, "partitions", None) or ()
+            if type(parts) is Columns:  # (partition, error) columns: an OffsetCommit answer (issue 39)
+                code = next((e for e in parts.cols[1] if e), 0)
+                if code:
+                    return int(code)
+                continue
+            for part in parts:
                 code = getattr(part, "error_code", None)
                 if code:
                     return int(code)
@@ -175,12 +182,14 @@ def _error_of(response: object) -> int:
 
 
 def _committed_partitions(response: object) -> int:
-    return sum(
-        1
-        for topic in getattr(response, "topics", None) or ()
-        for part in topic.partitions
-        if part.error_code == 0
-    )
+    n = 0
+    for topic in getattr(response, "topics", None) or ():
+        parts = topic.partitions
+        if type(parts) is Columns:  # (partition, error) columns (issue 39)
+            n += parts.cols[1].count(0)
+        else:
+            n += sum(1 for part in parts if part.error_code == 0)
+    return n
 
 
 class JournalMetrics:
@@ -370,13 +379,20 @@ class StateCollector(Collector):
         yield lag_sum
 
     def _topics_and_lag(self) -> Iterator[Metric]:
+        end: dict[tuple[str, int], int] = {}
+        npart: dict[str, int] = {}
+        yield from self._topics(end, npart)
+        families, by_state, groups, offsets = self._group_lag(end, npart)
+        yield from families
+        yield from self._group_counts(by_state, groups, offsets)
+
+    def _topics(self, end: dict[tuple[str, int], int], npart: dict[str, int]) -> Iterator[Metric]:
+        """Brokers, partitions and offsets of every topic; fills `end` (log end by partition) and `npart`."""
         src = self.source
         brokers = GaugeMetricFamily("kafka_brokers", "Number of brokers in the cluster")
         brokers.add_metric((), 1)
         yield brokers
         logs = src.logs
-        end: dict[tuple[str, int], int] = {}
-        npart: dict[str, int] = {}
         parts = GaugeMetricFamily(
             "kafka_topic_partitions", "Number of partitions of a topic", labels=("topic",)
         )
@@ -414,6 +430,13 @@ class StateCollector(Collector):
         yield cur
         yield old
         yield size
+
+    def _group_lag(
+        self, end: dict[tuple[str, int], int], npart: dict[str, int]
+    ) -> tuple[list[Metric], Counter[str], int, int]:
+        """Classic groups' members, committed offsets and lag (kafka_exporter's names); the classic groups by
+        state, their number and the offsets they hold."""
+        src = self.source
         machine = src.machine
         members = GaugeMetricFamily(
             "kafka_consumergroup_members", "Members of a consumer group", labels=("consumergroup",)
@@ -475,11 +498,12 @@ class StateCollector(Collector):
                 for topic, (osum, lsum) in sums.items():
                     offset_sum.add_metric((gid, topic), osum)
                     lag_sum.add_metric((gid, topic), lsum)
-        yield members
-        yield offset
-        yield offset_sum
-        yield lag
-        yield lag_sum
+        return [members, offset, offset_sum, lag, lag_sum], by_state, groups, offsets
+
+    def _group_counts(self, by_state: Counter[str], groups: int, offsets: int) -> Iterator[Metric]:
+        """Kafka's group and offset counts, by protocol and state; the load time and the loading flag."""
+        src = self.source
+        machine = src.machine
         consumer_states: Counter[str] = Counter()
         share_states: Counter[str] = Counter()
         if machine is not None:

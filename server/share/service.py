@@ -424,8 +424,9 @@ class ShareService(Leadership):
                 out[k] = Fetched(b"", ())
                 continue
             first, last = acquired[0].first_offset, acquired[-1].last_offset
+            # only the batches holding the acquired records: nothing past `last` is read or CRC-checked
             r = self.logs.read(
-                topic, k[1], first, max(budget_bytes, 0), min_one=True, read_committed=committed
+                topic, k[1], first, max(budget_bytes, 0), min_one=True, read_committed=committed, through=last
             )
             covered = last_offset_of(r.records) if r.error == 0 else -1
             if covered < last:

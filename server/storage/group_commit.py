@@ -88,8 +88,8 @@ class LatestByKey:
     def of(cls, records: Sequence[Record]) -> LatestByKey:
         out = cls()
         for r in records:
-            if isinstance(r, OffsetRecord):
-                out.offsets[(r.group_id, r.topic, r.partition)] = r.value
+            if type(r) is OffsetRecord:  # a named tuple: its first three fields are the key
+                out.offsets[r[:3]] = r.value
             elif isinstance(r, PendingOffsetRecord):
                 out.pending[(r.group_id, r.producer_id, r.topic, r.partition)] = r.value
             elif isinstance(r, TxnRecord):

@@ -262,23 +262,8 @@ class SqliteStateStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if offsets:
-                conn.executemany(
-                    _UPSERT_OFFSET,
-                    [
-                        (
-                            g,
-                            t,
-                            p,
-                            v.offset,
-                            v.leader_epoch,
-                            v.metadata,
-                            v.commit_timestamp,
-                            v.expire_timestamp,
-                        )
-                        for (g, t, p), v in offsets.items()
-                        if v is not None
-                    ],
-                )
+                # (group, topic, partition) + OffsetValue's fields, in _UPSERT_OFFSET's column order
+                conn.executemany(_UPSERT_OFFSET, [(*k, *v) for k, v in offsets.items() if v is not None])
                 conn.executemany(_DELETE_OFFSET, [k for k, v in offsets.items() if v is None])
             if groups:
                 conn.executemany(
