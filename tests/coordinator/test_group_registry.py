@@ -10,7 +10,7 @@ import pytest
 from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.server.coordinator.modern.consumer.api import ConsumerGroupHeartbeatRequest
 from groupcoord.server.coordinator.modern.share.group import ShareHeartbeatRequest
-from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, GroupRegistry
+from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, STREAMS, GroupRegistry
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
 from groupcoord.server.coordinator.types import JoinGroupRequest, OffsetFetchRequest
 
@@ -29,7 +29,7 @@ class StreamsLike:
 
 def test_the_shards_managers_register_themselves_in_order() -> None:
     shard = GroupCoordinatorShard()
-    assert [o.group_type for o in shard.groups] == [CLASSIC, CONSUMER, SHARE]
+    assert [o.group_type for o in shard.groups] == [CLASSIC, CONSUMER, SHARE, STREAMS]
     assert shard.groups.owner(CLASSIC) is shard.group_manager
     assert shard.groups.owner(CONSUMER) is shard.consumer_manager
     assert shard.groups.owner(SHARE) is shard.share_manager
@@ -59,7 +59,7 @@ def test_lookups_name_the_owning_type() -> None:
 
 def test_a_group_type_registered_later_owns_its_ids_against_the_others() -> None:
     shard = GroupCoordinatorShard()
-    shard.groups.register(StreamsLike({"st"}))
+    shard.groups.register(StreamsLike({"st"}, group_type="later"))  # streams is a real type now
     join = JoinGroupRequest(5, "st", 10000, 10000, "", None, "consumer", (("range", b""),))
     fx = shard.join_group(join, "tok", 0)
     assert fx.replies[0][1].error == E.GROUP_ID_NOT_FOUND  # not a classic group

@@ -122,4 +122,6 @@ def test_the_coordinator_apis_of_the_test_controls_are_the_declared_ones() -> No
         ApiKey.DELETE_GROUPS,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_DESCRIBE,
     }
