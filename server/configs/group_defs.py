@@ -167,6 +167,55 @@ GROUP_CONFIGS: dict[str, ConfigDef] = {
             at_least(0),
             "group.share.assignment.interval.ms",
         ),
+        _d(
+            "streams.session.timeout.ms",
+            _I,
+            "45000",
+            "The timeout to detect client failures when using the streams group protocol.",
+            at_least(1),
+            "group.streams.session.timeout.ms",
+        ),
+        _d(
+            "streams.heartbeat.interval.ms",
+            _I,
+            "5000",
+            "The heartbeat interval given to the members of a streams group.",
+            at_least(1),
+            "group.streams.heartbeat.interval.ms",
+        ),
+        _d(
+            "streams.num.standby.replicas",
+            _I,
+            "0",
+            "The number of standby replicas for each task.",
+            at_least(0),
+            "group.streams.num.standby.replicas",
+        ),
+        _d(
+            "streams.initial.rebalance.delay.ms",
+            _I,
+            "3000",
+            "The amount of time the group coordinator will wait for more streams clients to join a new group "
+            "before performing the first rebalance.",
+            at_least(0),
+            "group.streams.initial.rebalance.delay.ms",
+        ),
+        _d(
+            "streams.assignment.interval.ms",
+            _I,
+            "1000",
+            "The interval between assignment updates for a streams group.",
+            at_least(0),
+            "group.streams.assignment.interval.ms",
+        ),
+        _d(
+            "streams.rack.aware.assignment.tags",
+            _S,
+            "",
+            "The client tag keys used for rack-aware standby assignment (comma-separated, no duplicates).",
+            None,
+            "group.streams.rack.aware.assignment.tags",
+        ),
     )
 }
 
@@ -242,6 +291,9 @@ def check_group_configs(values: Mapping[str, str], b: GroupBounds) -> str | None
             return f"{name} must be greater than or equal to {_BOUND_NAMES[name].format('min')}"
         if v > hi:
             return f"{name} must be less than or equal to {_BOUND_NAMES[name].format('max')}"
+    streams = _check_streams(values, b)
+    if streams is not None:
+        return streams
     for kind in ("consumer", "share"):
         if int(parsed[f"{kind}.session.timeout.ms"]) <= int(parsed[f"{kind}.heartbeat.interval.ms"]):  # type: ignore[call-overload]
             return f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
@@ -266,3 +318,32 @@ def group_entries(overrides: Mapping[str, str], b: GroupBounds) -> list[ConfigEn
         value = chain[0].value
         out.append(ConfigEntry(name, value, chain[0].source, False, False, tuple(chain), d.type, d.doc))
     return out
+
+
+#: Kafka 4.4's bounds of the streams group configs (`group.streams.min/max.*` defaults); checked only when the
+#: group sets the config, with Kafka 4.4's messages (`GroupConfig.validateIntRange`/`validateIntMax`)
+STREAMS_RANGES = {
+    "streams.heartbeat.interval.ms": (5000, 15000),
+    "streams.session.timeout.ms": (45000, 60000),
+    "streams.num.standby.replicas": (None, 2),
+    "streams.assignment.interval.ms": (0, 15000),
+}
+
+
+def _check_streams(values: Mapping[str, str], b: GroupBounds) -> str | None:
+    for name, (lo, hi) in STREAMS_RANGES.items():
+        if name not in values:
+            continue
+        own = int(broker_value(name, b) or 0)
+        v = int(values[name])
+        if lo is None:
+            if v > max(hi, own):
+                return f"{name} must be less than or equal to {max(hi, own)}"
+        elif not min(lo, own) <= v <= max(hi, own):
+            return f"{name} must be in the range {min(lo, own)} to {max(hi, own)} inclusive."
+    tags = values.get("streams.rack.aware.assignment.tags")
+    if tags is not None:
+        keys = [t.strip() for t in tags.split(",") if t.strip()]
+        if len(keys) != len(set(keys)):
+            return "streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+    return None

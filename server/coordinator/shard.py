@@ -121,14 +121,14 @@ class GroupCoordinatorShard:
             None if id_factory is None else (lambda: id_factory("")),
             downgrade=lambda group, member_ids, reason: self.conversions.downgrade(group, member_ids, reason),
         )
-        #: KIP-1071 streams groups (modern/streams; the shard-side operations are `modern/streams/shard_ops.py`)
-        self.streams_manager = streams.StreamsGroupManager(self._ctx, self.groups, streams_config)
         #: online migration: the moves between the two managers
         self.conversions = GroupConversions(
             self._ctx, self.group_manager, self.consumer_manager, lambda: self.topics
         )
         #: KIP-932 share groups (modern/share)
         self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.groups)
+        #: KIP-1071 streams groups (modern/streams; the shard-side operations are `modern/streams/shard_ops.py`)
+        self.streams_manager = streams.StreamsGroupManager(self._ctx, self.groups, streams_config)
         #: share-partition state read at load, for the share-partition manager (server/share) to take
         self.loaded_share_partitions: list[SharePartitionRecord] = []
 

@@ -17,10 +17,10 @@ from groupcoord.server.coordinator.types import JoinGroupRequest, OffsetFetchReq
 
 @dataclass
 class StreamsLike:
-    """A further group type as it would plug in: a name, whether its groups commit offsets, its ids."""
+    """A fourth group type as it would plug in: a name, whether its groups commit offsets, its ids."""
 
     ids: set[str] = field(default_factory=set)
-    group_type: str = "fifth"
+    group_type: str = "streams"
     holds_offsets: bool = True
 
     def has(self, group_id: str) -> bool:
@@ -29,11 +29,10 @@ class StreamsLike:
 
 def test_the_shards_managers_register_themselves_in_order() -> None:
     shard = GroupCoordinatorShard()
-    assert [o.group_type for o in shard.groups] == [CLASSIC, CONSUMER, STREAMS, SHARE]
+    assert [o.group_type for o in shard.groups] == [CLASSIC, CONSUMER, SHARE, STREAMS]
     assert shard.groups.owner(CLASSIC) is shard.group_manager
     assert shard.groups.owner(CONSUMER) is shard.consumer_manager
     assert shard.groups.owner(SHARE) is shard.share_manager
-    assert shard.groups.owner(STREAMS) is shard.streams_manager
 
 
 def test_a_type_registers_once() -> None:
@@ -49,18 +48,18 @@ def test_lookups_name_the_owning_type() -> None:
     share = StreamsLike({"sh"}, group_type=SHARE, holds_offsets=False)
     registry.register(share)
     assert (
-        registry.type_of("s") == "fifth"
+        registry.type_of("s") == "streams"
         and registry.type_of("sh") == SHARE
         and registry.type_of("x") is None
     )
-    assert registry.held_by_other_than("s", SHARE) and not registry.held_by_other_than("s", "fifth")
+    assert registry.held_by_other_than("s", SHARE) and not registry.held_by_other_than("s", "streams")
     assert registry.holds_offsets("s") and not registry.holds_offsets("sh")
     assert registry.without_offsets("sh") and not registry.without_offsets("s")
 
 
 def test_a_group_type_registered_later_owns_its_ids_against_the_others() -> None:
     shard = GroupCoordinatorShard()
-    shard.groups.register(StreamsLike({"st"}))
+    shard.groups.register(StreamsLike({"st"}, group_type="later"))  # streams is a real type now
     join = JoinGroupRequest(5, "st", 10000, 10000, "", None, "consumer", (("range", b""),))
     fx = shard.join_group(join, "tok", 0)
     assert fx.replies[0][1].error == E.GROUP_ID_NOT_FOUND  # not a classic group

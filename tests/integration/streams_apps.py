@@ -1,8 +1,7 @@
 """Kafka Streams 4.4 apps for the streams-group tests, and a Kafka 4.4 broker to run them against too.
 
 The jars: the oracle's Maven copy in `.venv/oracle/jars` (tests/oracle, `make setup`) when present, else
-`$GROUPCOORD_KAFKA_JARS`, else `/work/oracle/jars` (a development machine's copy); without any the tests
-skip. `tests/drivers/streams/*.java` is compiled against them at test time into `.venv/drivers/`, like the
+`$GROUPCOORD_KAFKA_JARS`; without either the tests skip. `tests/drivers/streams/*.java` is compiled against them at test time into `.venv/drivers/`, like the
 other Java drivers (tests/integration/drivers.py).
 """
 
@@ -30,10 +29,9 @@ SOURCES = ROOT / "tests" / "drivers" / "streams"
 def jars_dir() -> Path:
     for d in (
         ROOT / ".venv" / "oracle" / "jars",
-        Path(os.environ.get("GROUPCOORD_KAFKA_JARS", "")),
-        Path("/work/oracle/jars"),
+        Path(os.environ.get("GROUPCOORD_KAFKA_JARS") or ROOT / ".venv" / "oracle" / "jars"),
     ):
-        if str(d) and (d / "kafka-streams-4.4.0.jar").exists():
+        if (d / "kafka-streams-4.4.0.jar").exists():
             return d
     pytest.skip("no Kafka Streams 4.4 jars (make setup fetches them into .venv/oracle/jars)")
 

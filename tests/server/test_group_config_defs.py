@@ -29,6 +29,13 @@ def test_kafka_names_defaults_and_sources() -> None:
         "share.isolation.level",
         "share.renew.acknowledge.enable",
         "share.assignment.interval.ms",
+        # Kafka 4.4 has streams groups on by default: its GROUP configs list the streams.* ones too
+        "streams.session.timeout.ms",
+        "streams.heartbeat.interval.ms",
+        "streams.num.standby.replicas",
+        "streams.initial.rebalance.delay.ms",
+        "streams.assignment.interval.ms",
+        "streams.rack.aware.assignment.tags",
     }
     b = bounds({"group.share.record.lock.duration.ms": "40000"}, CONSUMER)
     entries = {e.name: e for e in group_entries({"share.delivery.count.limit": "3"}, b)}
