@@ -406,10 +406,10 @@ async def test_api_versions_v99_gets_a_v0_answer_with_our_range(server_factory) 
 
         resp, retried, groups = await asyncio.to_thread(exchange)
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]
+        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 5)]
         assert retried.error_code == 0
         ours = {k.api_key: (k.min_version, k.max_version) for k in retried.api_keys}
-        assert ours[18] == (0, 4) and ours[11] == (0, 9)
+        assert ours[18] == (0, 5) and ours[11] == (0, 9)
         assert [g.group_id for g in groups.groups] == [GROUP]
         await check_unaffected(steady, before, events)
 
