@@ -76,6 +76,7 @@ def produce(handler: Handler) -> Handler:
         return tuple(
             pr.TopicProduceResponse(
                 name=t.name,
+                topic_id=t.topic_id,
                 partition_responses=tuple(
                     pr.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1)
                     for p in t.partition_data
@@ -90,17 +91,22 @@ def produce(handler: Handler) -> Handler:
         return None
 
     def checked(ctx: RequestContext, req: Any) -> Any:
+        from groupcoord.server.apis.produce import with_names
+
+        req = with_names(
+            ctx, req
+        )  # v13: topics by id; an unknown id is no topic to authorize (UNKNOWN_TOPIC_ID)
         if has_transactional_records(req) and (
             req.transactional_id is None or not allowed(ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id)
         ):
             if req.acks == 0:
                 return closed(ctx, "produce: TRANSACTIONAL_ID_AUTHORIZATION_FAILED with acks=0")
             return pr.ProduceResponse(responses=refused(req.topic_data, TXN_ID_DENIED))
-        ok = allowed_names(ctx, WRITE, TOPIC, (t.name for t in req.topic_data))
-        denied = tuple(t for t in req.topic_data if t.name not in ok)
+        ok = allowed_names(ctx, WRITE, TOPIC, (t.name for t in req.topic_data if t.name))
+        denied = tuple(t for t in req.topic_data if t.name and t.name not in ok)
         if not denied:
             return handler(ctx, req)
-        kept = tuple(t for t in req.topic_data if t.name in ok)
+        kept = tuple(t for t in req.topic_data if not t.name or t.name in ok)
         if req.acks == 0:
             if kept:
                 handler(ctx, replace_fields(req, topic_data=kept))
