@@ -10,33 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.messages.api_versions import ApiVersion
-from groupcoord.server.apis import (
-    acls,
-    authz,
-    cluster,
-    configs,
-    consumer_groups,
-    data,
-    groups,
-    loading,
-    log_dirs,
-    meta,
-    offsets,
-    produce,
-    producers,
-    reassignments,
-    records,
-    routing,
-    sasl,
-    scram_credentials,
-    share_fetch,
-    share_groups,
-    share_offsets,
-    topic_ids,
-    txn,
-)
+from groupcoord.server.apis import catalog, consumer_groups
+from groupcoord.server.apis.routing import Router
 from groupcoord.server.cluster.cluster_log import ClusterLog
 from groupcoord.server.cluster.cluster_maintenance import ClusterMaintenance
 from groupcoord.server.cluster.markers import MarkerRouter
@@ -67,6 +43,7 @@ from groupcoord.server.security import Security
 from groupcoord.server.share.service import ShareService
 from groupcoord.server.storage.base import StateStore
 from groupcoord.server.storage.memory import MemoryStateStore
+from groupcoord.server.storage.pg_liveness import session_settings
 from groupcoord.server.storage.postgres import PostgresStateStore
 from groupcoord.server.storage.sqlite import SqliteStateStore
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService, wall_ms
@@ -78,78 +55,21 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("groupcoord.server")
 
-HANDLERS = {
-    ApiKey.API_VERSIONS: meta.api_versions,
-    ApiKey.METADATA: meta.metadata,
-    ApiKey.FIND_COORDINATOR: meta.find_coordinator,
-    ApiKey.CREATE_TOPICS: meta.create_topics,
-    ApiKey.JOIN_GROUP: groups.join_group,
-    ApiKey.SYNC_GROUP: groups.sync_group,
-    ApiKey.HEARTBEAT: groups.heartbeat,
-    ApiKey.LEAVE_GROUP: groups.leave_group,
-    ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
-    ApiKey.LIST_GROUPS: groups.list_groups,
-    ApiKey.DELETE_GROUPS: groups.delete_groups,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
-    ApiKey.OFFSET_COMMIT: offsets.offset_commit,
-    ApiKey.OFFSET_FETCH: offsets.offset_fetch,
-    ApiKey.PRODUCE: produce.produce,
-    ApiKey.FETCH: data.fetch,
-    ApiKey.LIST_OFFSETS: data.list_offsets,
-    ApiKey.INIT_PRODUCER_ID: data.init_producer_id,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: data.offset_for_leader_epoch,
-    ApiKey.DELETE_TOPICS: data.delete_topics,
-    ApiKey.CREATE_PARTITIONS: data.create_partitions,
-    ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
-    ApiKey.ALTER_CONFIGS: configs.alter_configs,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
-    ApiKey.OFFSET_DELETE: cluster.offset_delete,
-    ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
-    ApiKey.DELETE_RECORDS: records.delete_records,
-    ApiKey.ADD_PARTITIONS_TO_TXN: txn.add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: txn.add_offsets_to_txn,
-    ApiKey.END_TXN: txn.end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: txn.txn_offset_commit,
-    ApiKey.DESCRIBE_TRANSACTIONS: txn.describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: txn.list_transactions,
-    ApiKey.SASL_HANDSHAKE: sasl.sasl_handshake,
-    ApiKey.SASL_AUTHENTICATE: sasl.sasl_authenticate,
-    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
-    ApiKey.CREATE_ACLS: acls.create_acls,
-    ApiKey.DELETE_ACLS: acls.delete_acls,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_credentials.describe_user_scram_credentials,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_credentials.alter_user_scram_credentials,
-    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
-    ApiKey.DESCRIBE_PRODUCERS: producers.describe_producers,
-    ApiKey.WRITE_TXN_MARKERS: producers.write_txn_markers,
-    ApiKey.ELECT_LEADERS: reassignments.elect_leaders,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
-    ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
-    ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
-    ApiKey.SHARE_FETCH: share_fetch.share_fetch,
-    ApiKey.SHARE_ACKNOWLEDGE: share_fetch.share_acknowledge,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_offsets.describe_share_group_offsets,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_offsets.alter_share_group_offsets,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_offsets.delete_share_group_offsets,
-}
-#: KIP-932: not advertised (and answered UNSUPPORTED_VERSION by the dispatcher) with --group-share-enable false
-SHARE_APIS = (
-    ApiKey.SHARE_GROUP_HEARTBEAT,
-    ApiKey.SHARE_GROUP_DESCRIBE,
-    ApiKey.SHARE_FETCH,
-    ApiKey.SHARE_ACKNOWLEDGE,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS,
-)
+#: every declared API's handler, as declared (server/apis/declaration.py; the broker adds the ACL checks)
+HANDLERS = {api.key: api.handler for api in catalog.collect()}
+
+
+def cluster_sessions(cfg: ServerConfig) -> dict[str, str]:
+    """The startup settings of cluster mode's PostgreSQL sessions (server/storage/pg_liveness.py)."""
+    return session_settings(cfg.cluster_lease_ttl_ms, f"groupcoord-node-{cfg.node_id}")
 
 
 def make_store(cfg: ServerConfig) -> StateStore:
     """`--storage`: memory, disk (SQLite at <data-dir>/state.db) or a postgresql:// URL (docs/storage.md)."""
     if cfg.cluster:
-        return PostgresStateStore(cfg.cluster, shards=cfg.offsets_topic_num_partitions)
+        return PostgresStateStore(
+            cfg.cluster, shards=cfg.offsets_topic_num_partitions, server_settings=cluster_sessions(cfg)
+        )
     if cfg.storage == "memory":
         return MemoryStateStore()
     if cfg.storage.startswith(POSTGRES_SCHEMES):
@@ -178,18 +98,15 @@ class Broker:
         self.share: ShareService | None = None
         #: TLS, SASL, credentials and ACLs (server/security)
         self.security = Security(config)
-        # with an authorizer, every handler gets its ACL check in front (server/apis/authz.py)
-        # with --group-share-enable false the share APIs are not offered (as Kafka's share.version=0)
-        handlers = {k: h for k, h in HANDLERS.items() if config.group_share_enable or k not in SHARE_APIS}
-        guarded = authz.guarded(handlers) if self.security.enabled else handlers
-        # OffsetCommit/OffsetFetch v10 name topics by id: resolved in front of the ACL check (topic_ids.py)
-        self.dispatcher = Dispatcher(self, topic_ids.wrap(guarded))
-        if not self.security.enabled:  # an ACL check wraps every handler otherwise: no lane may skip it
-            self.dispatcher.add_fast_lane(ApiKey.HEARTBEAT, groups.heartbeat_fast)
-            self.dispatcher.add_fast_lane(
-                ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_groups.consumer_group_heartbeat_fast
-            )
-        self.dispatcher.while_loading = {int(k): v for k, v in loading.WHILE_LOADING.items()}
+        # the declared APIs (server/apis/catalog.py): with --group-share-enable false the share APIs are not
+        # offered (as Kafka's share.version=0); with an authorizer every handler has its ACL check in front
+        # (and the fast lanes, which would skip it, are off)
+        offered = catalog.offered(catalog.collect(), {"share": config.group_share_enable})
+        self.dispatcher = Dispatcher(self, catalog.handlers(offered, authorizer=self.security.enabled))
+        if not self.security.enabled:
+            for key, lane in catalog.fast_lanes(offered).items():
+                self.dispatcher.add_fast_lane(key, lane)
+        self.dispatcher.while_loading = catalog.while_loading(offered)
         self.loading = True
         self.loaded: asyncio.Future | None = None
         self.journal: Journal | None = None
@@ -214,8 +131,8 @@ class Broker:
         self.markers: MarkerRouter | None = None
         #: cluster mode: share-partition state under the partition leases (server/cluster/share_state.py)
         self.share_state: ClusterShareState | None = None
-        if config.cluster:
-            self.dispatcher.route = routing.route
+        if config.cluster:  # a group request for a group served elsewhere: NOT_COORDINATOR (routing.py)
+            self.dispatcher.route = Router(offered).route
 
     async def start(self) -> None:
         cfg = self.config
@@ -232,7 +149,7 @@ class Broker:
             cleaner_io_max_bytes_per_second=cfg.log_cleaner_io_max_bytes_per_second,
         )
         if cfg.cluster:  # topic data in PostgreSQL, one leader per partition (server/cluster/cluster_log.py)
-            self.logs = ClusterLog(cfg.cluster, cfg.node_id)
+            self.logs = ClusterLog(cfg.cluster, cfg.node_id, server_settings=cluster_sessions(cfg))
             self.cluster_log_maintenance = ClusterMaintenance(self.logs, maintenance)
         else:
             self.logs = LogManager(
@@ -273,6 +190,7 @@ class Broker:
             cfg.coordinator(),
             consumer_config=cfg.consumer_group(),
             share_config=cfg.share(),
+            streams_config=cfg.streams_group(),
             topics=consumer_groups.LogTopicImage(self.topics),
         )
         self.runtime = GroupRuntime(self.machine, self.store, self.journal, self.loop, self.clock)

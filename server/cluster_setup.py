@@ -74,7 +74,7 @@ def share_configs(logs: ClusterLog, configs: ConfigManager, store: StateStore | 
     node adopts the registry's at each read of it (every lease tick), so DescribeConfigs and the retention and
     compaction settings are the same on every node; group configs are changed in PostgreSQL
     (server/cluster/group_configs.py; `join_cluster` reads them before any shard or partition is taken and
-    at every tick). This node's configs.json keeps only broker configs."""
+    at every tick), and so are the client metrics subscriptions (`client_metrics_configs`). This node's configs.json keeps only broker configs."""
     configs.topic_writer = logs.set_topic_configs
     logs.on_topics = lambda topics: configs.adopt_topics(
         {name: (str(info.topic_id), dict(info.configs)) for name, info in topics.items()}
@@ -84,6 +84,9 @@ def share_configs(logs: ClusterLog, configs: ConfigManager, store: StateStore | 
     shared = ClusterGroupConfigs(lambda: store.pool)
     shared.on_groups = configs.adopt_groups
     configs.shared_groups = shared
+    subscriptions = ClusterGroupConfigs(lambda: store.pool, "client_metrics_configs", "name")
+    subscriptions.on_groups = configs.adopt_client_metrics
+    configs.shared_client_metrics = subscriptions
 
 
 async def join_cluster(broker: Broker) -> None:
@@ -136,11 +139,11 @@ async def _cluster_group_configs(broker: Broker, store: PostgresStateStore, node
     """The cluster's group configs (wired by `share_configs`): read now, before this node takes any shard or
     partition, then at every lease tick."""
     assert broker.configs is not None
-    shared = broker.configs.shared_groups
-    assert isinstance(shared, ClusterGroupConfigs)
-    async with store.pool.acquire() as conn:
-        await shared.refresh(conn)
-    node.refreshes.append(shared.refresh)
+    for shared in (broker.configs.shared_groups, broker.configs.shared_client_metrics):
+        assert isinstance(shared, ClusterGroupConfigs)
+        async with store.pool.acquire() as conn:
+            await shared.refresh(conn)
+        node.refreshes.append(shared.refresh)
 
 
 def _drop_share_states(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from groupcoord.server.coordinator.modern.consumer.api import MIGRATION_POLICIES, ConsumerGroupConfig
 from groupcoord.server.coordinator.modern.share.config import ShareGroupConfig
+from groupcoord.server.coordinator.modern.streams.api import StreamsGroupConfig
 from groupcoord.server.coordinator.types import CoordinatorConfig
 from groupcoord.server.journal.roll import pyarrow_available
 from groupcoord.server.net.listeners import Listener, ListenerError, build_listeners, single_plaintext
@@ -72,6 +73,13 @@ class ServerConfig:
     group_consumer_min_assignment_interval_ms: int = 0
     group_consumer_max_assignment_interval_ms: int = 15000
     group_consumer_migration_policy: str = "bidirectional"
+    # KIP-1071 streams groups: Kafka 4.4's group.streams.*
+    group_streams_session_timeout_ms: int = 45000
+    group_streams_heartbeat_interval_ms: int = 5000
+    group_streams_max_size: int = 2**31 - 1
+    group_streams_num_standby_replicas: int = 0
+    group_streams_initial_rebalance_delay_ms: int = 3000
+    group_streams_assignment_interval_ms: int = 1000
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
@@ -192,6 +200,17 @@ class ServerConfig:
             assignors=consumer_assignors(self.group_consumer_assignors),
             assignment_interval_ms=self.group_consumer_assignment_interval_ms,
             migration_policy=self.group_consumer_migration_policy.strip().lower(),
+        )
+
+    def streams_group(self) -> StreamsGroupConfig:
+        """The KIP-1071 streams-group settings (`group.streams.*`)."""
+        return StreamsGroupConfig(
+            session_timeout_ms=self.group_streams_session_timeout_ms,
+            heartbeat_interval_ms=self.group_streams_heartbeat_interval_ms,
+            max_size=self.group_streams_max_size,
+            num_standby_replicas=self.group_streams_num_standby_replicas,
+            initial_rebalance_delay_ms=self.group_streams_initial_rebalance_delay_ms,
+            assignment_interval_ms=self.group_streams_assignment_interval_ms,
         )
 
 

@@ -225,6 +225,29 @@ OPTIONS: list[tuple[str, object, str]] = [
         "online classic<->consumer group migration: disabled, upgrade, downgrade or bidirectional "
         "(default bidirectional)",
     ),
+    # KIP-1071 streams groups: Kafka 4.4's group.streams.* (defaults as Kafka's)
+    ("--group-streams-session-timeout-ms", int, "session timeout of streams group members (default 45000)"),
+    (
+        "--group-streams-heartbeat-interval-ms",
+        int,
+        "heartbeat interval given to streams members (default 5000)",
+    ),
+    ("--group-streams-max-size", int, "most members a streams group may have (default 2147483647)"),
+    (
+        "--group-streams-num-standby-replicas",
+        int,
+        "standby replicas of each stateful task (default 0, max 2)",
+    ),
+    (
+        "--group-streams-initial-rebalance-delay-ms",
+        int,
+        "how long a new streams group waits before its first assignment (default 3000)",
+    ),
+    (
+        "--group-streams-assignment-interval-ms",
+        int,
+        "least time between two target assignments of a streams group; 0: at once (default 1000)",
+    ),
     (
         "--offsets-retention-minutes",
         int,

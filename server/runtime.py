@@ -25,7 +25,8 @@ from groupcoord.server.coordinator.types import (
     ScheduleTimer,
 )
 from groupcoord.server.journal.writer import Journal
-from groupcoord.server.storage.base import StateStore, SynchronousStateStore
+from groupcoord.server.storage.base import StateStore
+from groupcoord.server.storage.persist import Persister
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
 
 log = structlog.get_logger("groupcoord.coordinator")
@@ -58,10 +59,9 @@ class GroupRuntime:
         self.now_ms = clock.now_ms  # "now" for the state machine: the wall clock, or a test's virtual clock
         self.timers = TimerService(loop, self._timer_fired, clock)
         self._boxes: dict[str, _Mailbox] = {}
-        # a synchronous store is written inside the call (no mailbox wait); see storage/base.py
-        self._sync_store: SynchronousStateStore | None = (
-            store if store.synchronous and isinstance(store, SynchronousStateStore) else None
-        )
+        # persist, then answer (storage/persist.py): a synchronous store is written inside the call (no
+        # mailbox wait), an asynchronous one awaited while the group's mailbox holds its later requests
+        self.persister = Persister(store)
         self._writes: set[asyncio.Task] = set()
         self.loading = False
         #: told about every group event after the journal (the metrics in `groupcoord.server.ops`)
@@ -178,7 +178,7 @@ class GroupRuntime:
         result, effects = step(self.now_ms())
         if not effects:
             return result
-        if effects.records and self._sync_store is None:
+        if effects.records and not self.persister.synchronous:
             fut = self.loop.create_future()
             inner = effects.after_persist
 
@@ -215,9 +215,9 @@ class GroupRuntime:
         for event in effects.events:
             self._event(event)
         if effects.records:
-            if self._sync_store is not None:
+            if self.persister.synchronous:
                 try:
-                    self._sync_store.write_now(effects.records)
+                    self.persister.write_now(effects.records)
                     ok = True
                 except Exception as exc:
                     self._write_failed(group_id, effects, exc)
@@ -239,7 +239,7 @@ class GroupRuntime:
         persist error code (COORDINATOR_NOT_AVAILABLE); nothing here may raise out of the task, where it
         would only surface as an unretrieved task exception and leave the group's mailbox stuck."""
         try:
-            await self.store.write(effects.records)
+            await self.persister.write(effects.records)
             ok = True
         except Exception as exc:
             self._write_failed(group_id, effects, exc)

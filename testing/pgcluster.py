@@ -57,13 +57,25 @@ def _unprivileged_user() -> pwd.struct_passwd:
 class PgCluster:
     """One `postgres` process; `url(db)` gives a connection string, `create_database()` a fresh database."""
 
-    def __init__(self, *, fsync: bool = True, max_connections: int = 200) -> None:
+    def __init__(
+        self,
+        *,
+        fsync: bool = True,
+        max_connections: int = 200,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        """`host`/`netns`: listen on `host` inside network namespace `netns` (tests/partitions/), any client
+        address trusted."""
         reason = available()
         if reason:
             raise RuntimeError(reason)
         self.fsync = fsync
         self.max_connections = max_connections
-        self.port = free_port()
+        self.host = host
+        self._netns = ["ip", "netns", "exec", netns] if netns else []
+        self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="groupcoord-pg-", dir="/tmp"))
         self.data = self.dir / "data"
         self.log_path = self.dir / "postgres.log"
@@ -90,6 +102,18 @@ class PgCluster:
             initdb, "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync",
             "--no-instructions",
         )  # fmt: skip
+        if self.host != "127.0.0.1":
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write("host all all 0.0.0.0/0 trust\n")
+        return self._launch(timeout)
+
+    def restart(self, timeout: float = 30.0) -> PgCluster:
+        """Fast shutdown (every session is terminated, as a PostgreSQL restart does), then the same data
+        directory and port again."""
+        self._shutdown()
+        return self._launch(timeout)
+
+    def _launch(self, timeout: float) -> PgCluster:
         postgres = find_binary("postgres")
         assert postgres is not None
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
@@ -97,7 +121,7 @@ class PgCluster:
             os.chown(self.log_path, os.stat(self.dir).st_uid, os.stat(self.dir).st_gid)
         self.proc = subprocess.Popen(
             [
-                *self._prefix, postgres, "-D", str(self.data), "-p", str(self.port), "-h", "127.0.0.1",
+                *self._netns, *self._prefix, postgres, "-D", str(self.data), "-p", str(self.port), "-h", self.host,
                 "-c", "unix_socket_directories=", "-c", f"fsync={'on' if self.fsync else 'off'}",
                 "-c", f"max_connections={self.max_connections}", "-c", "shared_buffers=64MB",
             ],
@@ -118,17 +142,17 @@ class PgCluster:
         pg_isready = find_binary("pg_isready")
         if pg_isready:
             r = subprocess.run(
-                [pg_isready, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"], capture_output=True
+                [pg_isready, "-h", self.host, "-p", str(self.port), "-U", "postgres"], capture_output=True
             )
             return r.returncode == 0
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+            with socket.create_connection((self.host, self.port), timeout=0.2):
                 return True
         except OSError:
             return False
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgresql://postgres@{self.host}:{self.port}/{database}"
 
     def create_database(self, name: str | None = None) -> str:
         """A new empty database; returns its URL."""
@@ -136,7 +160,7 @@ class PgCluster:
         createdb = find_binary("createdb")
         assert createdb is not None
         subprocess.run(
-            [createdb, "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name],
+            [createdb, "-h", self.host, "-p", str(self.port), "-U", "postgres", name],
             check=True,
             capture_output=True,
         )
@@ -150,6 +174,10 @@ class PgCluster:
 
     def stop(self) -> None:
         """Fast shutdown (SIGINT), then remove the directory."""
+        self._shutdown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _shutdown(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -157,4 +185,3 @@ class PgCluster:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)

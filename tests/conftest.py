@@ -27,12 +27,25 @@ ROOT = Path(__file__).resolve().parent.parent
 # most one Spark JVM works at a time, as in a serial run; and the slowest scopes are handed out first, so no
 # long file starts last and runs alone. (xdist's own `loadgroup` marks do not work with pytest 9: xdist 3.8 sets
 # an attribute pytest no longer reads.) Without xdist none of this applies.
-SLOW_FIRST = ("tests/pipeline/", "tests/cluster/", "tests/integration/", "tests/testing/")
+SLOW_FIRST = (
+    "tests/pipeline/",
+    "tests/partitions/",
+    "tests/oracle/",
+    "tests/cluster/",
+    "tests/integration/",
+    "tests/testing/",
+)
+
+
+GROUPED = (
+    "tests/pipeline/",
+    "tests/oracle/",
+)  # each one scope: one Spark JVM, one Kafka oracle JVM at a time
 
 
 def _scope(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
-    return "tests/pipeline/" if path.startswith("tests/pipeline/") else path
+    return next((prefix for prefix in GROUPED if path.startswith(prefix)), path)
 
 
 def _rank(nodeid: str) -> int:
@@ -246,3 +259,55 @@ def pg_cluster() -> Iterator:
 def pg_url(pg_cluster) -> str:  # type: ignore[no-untyped-def]
     """A fresh empty database on the session's PostgreSQL server."""
     return pg_cluster.create_database()
+
+
+# --- Kafka 4.4 as the oracle (tests/oracle/: kafka.py starts the broker, targets.py wraps either server) ---
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """One Apache Kafka 4.4.0 KRaft broker per pytest(-xdist) worker, serving groups when given; skipped (with
+    the reason) only where Java or the jars (Maven) are missing. Tests share it: use unique names."""
+    from tests.oracle import kafka
+
+    reason = kafka.unavailable()
+    if reason:
+        pytest.skip(reason)
+    broker = kafka.KafkaBroker(tmp_path_factory.mktemp("kafka-oracle")).start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def groupcoord_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A groupcoord server for the whole session, started with the oracle's settings
+    (tests/oracle/kafka.SHARED_CONFIG), so a scenario sees the same bounds on both."""
+    from tests.oracle import kafka
+
+    srv = ServerProcess(tmp_path_factory.mktemp("groupcoord-peer") / "data", kafka.groupcoord_flags())
+    srv.start()
+    yield srv
+    srv.kill()
+
+
+@pytest.fixture(scope="session")
+def oracle_pair(kafka_oracle, groupcoord_peer) -> tuple:  # type: ignore[no-untyped-def]
+    """(kafka, groupcoord) as tests/oracle/targets.Target: a differential test runs a scenario on both."""
+    from tests.oracle.targets import GROUPCOORD, KAFKA, Target
+
+    return (
+        Target(KAFKA, kafka_oracle.host, kafka_oracle.port),
+        Target(GROUPCOORD, groupcoord_peer.host, groupcoord_peer.port),
+    )
+
+
+@pytest.fixture(params=["kafka", "groupcoord"])
+def oracle_target(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Either target, as tests/oracle/targets.Target: a scenario that asserts Kafka's answers runs twice."""
+    from tests.oracle.targets import GROUPCOORD, KAFKA, Target
+
+    if request.param == KAFKA:
+        broker = request.getfixturevalue("kafka_oracle")
+        return Target(KAFKA, broker.host, broker.port)
+    srv = request.getfixturevalue("groupcoord_peer")
+    return Target(GROUPCOORD, srv.host, srv.port)

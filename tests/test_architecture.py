@@ -8,6 +8,7 @@ the pure state machine additionally imports no I/O module, and no module imports
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,8 +125,46 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     ),
     "server.net": ("server.net",),
     "server.net.network": ("server.net.network", "server.net.dispatch", "server.net.listeners", "protocol"),
-    # server.broker and server.cli wire everything and may import anything (but not in a circle: see cycles())
+    # metrics, probes and `groupcoord groups`: read-only over the machine, the log and the share partitions
+    "server.ops": (
+        "server.ops",
+        "server.coordinator",
+        "server.log",
+        "server.net.listeners",
+        "server.share",
+        "protocol",
+    ),
+    # the opt-in test controls: virtual clock, faults, recording, observation, over the runtime and dispatch
+    "server.control": (
+        "server.control",
+        "server.apis",
+        "server.coordinator",
+        "server.journal.writer",
+        "server.net.dispatch",
+        "server.net.network",
+        "server.runtime",
+        "server.timers",
+        "protocol",
+    ),
+    # the configuration: Kafka's flags and env vars (options), validated into the layers' configs
+    "server.config": (
+        "server.config",
+        "server.options",
+        "server.configs",
+        "server.coordinator",
+        "server.journal.roll",
+        "server.net.listeners",
+        "server.storage",
+    ),
+    "server.options": ("server.options",),
+    "server.logging_setup": (),
 }
+
+#: the wiring: these modules build everything and may import anything (but not in a circle: see cycles())
+WIRING = ("server", "server.__main__", "server.broker", "server.cli", "server.cluster_setup")
+
+DOC = ROOT / "docs" / "architecture.md"
+README = ROOT / "README.md"
 
 #: what "no I/O" means for the pure state machine
 IO_MODULES = frozenset(
@@ -313,6 +352,70 @@ def test_the_cycle_checker_accepts_a_one_way_chain() -> None:
         "server/runtime.py": "import asyncio",
     }
     assert cycles(sources) == []
+
+
+def test_every_module_is_in_a_room_with_a_rule_or_is_wiring() -> None:
+    unruled = [m for m in sorted(import_graph(source_files())) if room_of(m) is None and m not in WIRING]
+    assert unruled == [], f"modules with no rule in ALLOWED (nor in WIRING): {unruled}"
+
+
+def doc_rules(text: str) -> dict[str, set[str] | None]:
+    """docs/architecture.md's rooms table: room -> the rooms it may import besides itself (None: anything).
+
+    A row's first cell names its rooms in backticks, as paths (`server/net/dispatch.py`, `server/apis/`) or
+    dotted names; its last cell the rooms it may import, in backticks, or `anything` / `nothing`."""
+    section = text.split("\n## The rooms\n", 1)[1].split("\n## ", 1)[0]
+    rules: dict[str, set[str] | None] = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rooms = [
+            t.rstrip("/").removesuffix(".py").replace("/", ".") for t in re.findall(r"`([^`]+)`", cells[0])
+        ]
+        last = cells[-1]
+        deps: set[str] | None = (
+            None if last.startswith("anything") else set(re.findall(r"`([a-z_.]+)`", last))
+        )
+        for room in rooms:
+            rules[room] = deps
+    return rules
+
+
+def test_the_architecture_doc_says_what_the_rules_say() -> None:
+    """One source for the room rules: every room of ALLOWED (and the wiring) has its row in
+    docs/architecture.md, and each row lists exactly the rooms the rule allows (besides its own)."""
+    documented = doc_rules(DOC.read_text())
+    folders = set(SOURCE_FOLDERS)
+    documented = {r: d for r, d in documented.items() if r.split(".")[0] in folders}
+    expected: dict[str, set[str] | None] = {r: set(a) - {r} for r, a in ALLOWED.items()}
+    expected.update(dict.fromkeys(WIRING, None))
+    missing = sorted(set(expected) - set(documented))
+    extra = sorted(set(documented) - set(expected))
+    wrong = {
+        r: (sorted(documented[r] or ()), sorted(e or ()))
+        for r, e in expected.items()
+        if r in documented and documented[r] != e
+    }
+    assert (missing, extra, wrong) == ([], [], {}), (
+        f"missing rows {missing}, rows without a rule {extra}, differing (doc, test) {wrong}"
+    )
+
+
+def test_the_readme_map_names_every_package_folder_and_only_paths_that_exist() -> None:
+    """README's "Map of the code": every installed top-level folder and every package of `server/` has a row,
+    and every path its rows name exists."""
+    section = README.read_text().split("\n## Map of the code\n", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            named.update(re.findall(r"`([^`]+)`", line.strip().strip("|").split("|")[0]))
+    assert [p for p in sorted(named) if not (ROOT / p).exists()] == []
+    folders = {f"{folder}/" for folder in SOURCE_FOLDERS if folder != "server"} | {
+        "testing/"
+    }  # server: by part
+    folders |= {f"server/{p.parent.name}/" for p in (ROOT / "server").glob("*/__init__.py")}
+    assert sorted(folders - named) == []
 
 
 def test_every_room_in_the_rules_exists() -> None:

@@ -5,9 +5,14 @@ under a lock; a worker ACCEPTs it when done, RELEASEs it to have it retried (its
 REJECTs it for good. A worker that dies holding jobs loses them to the others when the lock runs out (30 s by
 default); after five deliveries a job is archived.
 
-    groupcoord serve --share-auto-offset-reset earliest          # terminal 1 (or: make run)
+    make run                                                      # terminal 1 (or: groupcoord serve)
     python docs/examples/work_queue.py put --jobs 20              # terminal 2
     python docs/examples/work_queue.py work --name w1             # terminals 3, 4, ...
+
+A share group starts at the log end by default (share.auto.offset.reset=latest): jobs put before its first
+worker joined would never be delivered. So both commands first set the group's share.auto.offset.reset to
+earliest (IncrementalAlterConfigs on the group, as `kafka-configs.sh --alter --entity-type groups
+--entity-name workers --add-config share.auto.offset.reset=earliest` does); `--from latest` skips that.
 
 Each worker prints one JSON line per delivery: the job, its delivery count and what the worker did with it.
 Jobs whose number is a multiple of ``--flaky`` fail on their first delivery (RELEASE), so you can watch them
@@ -23,7 +28,35 @@ import signal
 
 from aiokafka import AIOKafkaProducer
 
+from groupcoord.membership.connection import Connection
+from groupcoord.protocol.messages.incremental_alter_configs import (
+    IncrementalAlterableConfig,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+)
 from groupcoord.share import AcknowledgeType, ShareConsumer
+
+GROUP_RESOURCE, SET = 32, 0  # Kafka's ConfigResource.Type.GROUP and AlterConfigOp.OpType.SET
+
+
+async def start_from(bootstrap: str, group: str, where: str) -> None:
+    """Set the share group's share.auto.offset.reset (before its first member joins, it decides where the
+    group starts reading: latest, Kafka's default, skips what is already on the topic)."""
+    host, port = bootstrap.rsplit(":", 1)
+    conn = await Connection.open(host, int(port), "work-queue-example")
+    try:
+        config = IncrementalAlterableConfig("share.auto.offset.reset", SET, where)
+        req = IncrementalAlterConfigsRequest(
+            (IncrementalAlterConfigsResource(GROUP_RESOURCE, group, (config,)),), False
+        )
+        resp = await conn.request(44, 1, req, timeout=30)
+        for r in resp.responses:  # type: ignore[attr-defined]
+            if r.error_code:
+                raise SystemExit(
+                    f"could not set share.auto.offset.reset on {group}: {r.error_code} {r.error_message}"
+                )
+    finally:
+        await conn.close()
 
 
 async def put(bootstrap: str, topic: str, jobs: int) -> None:
@@ -77,7 +110,16 @@ def main() -> None:
     parser.add_argument("--name", default="worker")
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--flaky", type=int, default=7, help="jobs divisible by this fail once (0: none)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        choices=("earliest", "latest"),
+        default="earliest",
+        help="the group's share.auto.offset.reset, set first (default earliest: jobs put before any worker)",
+    )
     args = parser.parse_args()
+    if args.start == "earliest":
+        asyncio.run(start_from(args.bootstrap, args.group, "earliest"))
     if args.command == "put":
         asyncio.run(put(args.bootstrap, args.topic, args.jobs))
     else:

@@ -14,10 +14,13 @@ from typing import Any
 
 import structlog
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import create_acls as ca
 from groupcoord.protocol.messages import delete_acls as da
 from groupcoord.protocol.messages import describe_acls as ds
+from groupcoord.server.apis import authz
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import (
     ALTER,
@@ -164,3 +167,11 @@ async def _delete(ctx: RequestContext, filters: list[AclFilter]) -> da.DeleteAcl
             for bindings in matched
         )
     )
+
+
+# the handlers check CLUSTER themselves
+APIS = (
+    Api(key=ApiKey.DESCRIBE_ACLS, handler=describe_acls, check=authz.open_to_all),
+    Api(key=ApiKey.CREATE_ACLS, handler=create_acls, check=authz.open_to_all),
+    Api(key=ApiKey.DELETE_ACLS, handler=delete_acls, check=authz.open_to_all),
+)

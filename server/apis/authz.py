@@ -19,10 +19,10 @@ principal is told are Kafka's:
 
 Produce, InitProducerId and the transaction APIs are checked in `authz_txn`; topic and config administration,
 DeleteRecords, OffsetForLeaderEpoch and OffsetDelete in `authz_admin`; the admin APIs of tools (log dirs,
-producers, markers, elections, reassignments) in `authz_tools`; the KIP-932 share APIs in `authz_share`. An API
-registered without an entry in
-`CHECKS` is refused to anyone but `super.users` by closing the connection (docs/differences.md 49): deny by
-default rather than an unchecked door. Every API served today has its entry.
+producers, markers, elections, reassignments) in `authz_tools`; the KIP-932 share APIs in `authz_share`. Each
+API's declaration names its check (`check=` in server/apis/declaration.py); an API declared without one is
+refused to anyone but `super.users` by closing the connection (docs/differences.md 49): deny by default rather
+than an unchecked door. Every API served today has its check.
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from typing import Any
 
 import structlog
 
-from groupcoord.protocol.api import ApiKey
-from groupcoord.server.apis import authz_admin, authz_consumer, authz_share, authz_tools, authz_txn
 from groupcoord.server.apis.authz_common import (
     GROUP_DENIED,
     TOPIC_DENIED,
@@ -42,6 +40,7 @@ from groupcoord.server.apis.authz_common import (
     allowed,
 )
 from groupcoord.server.apis.authz_common import replace_fields as _replace
+from groupcoord.server.apis.error_answers import commit_errors
 from groupcoord.server.net.dispatch import RequestContext, then
 from groupcoord.server.security.authorizer import (
     CLUSTER,
@@ -73,8 +72,6 @@ def group_read(error_response: Callable[[Any], Any]) -> Callable[[Handler], Hand
 
 
 def offset_commit(handler: Handler) -> Handler:
-    from groupcoord.server.apis.offsets import commit_errors
-
     def checked(ctx: RequestContext, req: Any) -> Any:
         if not allowed(ctx, READ, GROUP, req.group_id):
             return commit_errors(req, GROUP_DENIED)
@@ -399,81 +396,12 @@ def super_users_only(handler: Handler) -> Handler:
     return checked
 
 
-def _group_error(cls_path: str) -> Callable[[Any], Any]:
-    module, _, name = cls_path.rpartition(".")
-
-    def make(req: Any) -> Any:
-        import importlib
-
-        cls = getattr(importlib.import_module(f"groupcoord.protocol.messages.{module}"), name)
-        return cls(error_code=GROUP_DENIED)
-
-    return make
+def group_denied(response: type) -> Callable[[Any], Any]:
+    """The response class's GROUP_AUTHORIZATION_FAILED answer (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
+    return lambda req: response(error_code=GROUP_DENIED)
 
 
-def _open(handler: Handler) -> Handler:
+def open_to_all(handler: Handler) -> Handler:
+    """No ACL check in front: ApiVersions, SASL, and the APIs whose handlers check CLUSTER themselves (ACLs,
+    SCRAM credentials)."""
     return handler
-
-
-#: API -> how its handler is wrapped with the authorizer on; what is not listed is for super users only
-CHECKS: dict[ApiKey, Callable[[Handler], Handler]] = {
-    ApiKey.API_VERSIONS: _open,
-    ApiKey.SASL_HANDSHAKE: _open,
-    ApiKey.SASL_AUTHENTICATE: _open,
-    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
-    ApiKey.DESCRIBE_ACLS: _open,  # the ACL handlers check CLUSTER themselves (server/apis/acls.py)
-    ApiKey.CREATE_ACLS: _open,
-    ApiKey.DELETE_ACLS: _open,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _open,  # checks CLUSTER itself (server/apis/scram_credentials.py)
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _open,
-    ApiKey.JOIN_GROUP: group_read(_group_error("join_group.JoinGroupResponse")),
-    ApiKey.SYNC_GROUP: group_read(_group_error("sync_group.SyncGroupResponse")),
-    ApiKey.HEARTBEAT: group_read(_group_error("heartbeat.HeartbeatResponse")),
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: authz_consumer.consumer_group_heartbeat,  # KIP-848
-    ApiKey.CONSUMER_GROUP_DESCRIBE: authz_consumer.consumer_group_describe,
-    ApiKey.LEAVE_GROUP: group_read(_group_error("leave_group.LeaveGroupResponse")),
-    ApiKey.OFFSET_COMMIT: offset_commit,
-    ApiKey.OFFSET_FETCH: offset_fetch,
-    ApiKey.DESCRIBE_GROUPS: describe_groups,
-    ApiKey.LIST_GROUPS: list_groups,
-    ApiKey.DELETE_GROUPS: delete_groups,
-    ApiKey.OFFSET_DELETE: authz_admin.offset_delete,
-    ApiKey.FIND_COORDINATOR: find_coordinator,
-    ApiKey.METADATA: metadata,
-    ApiKey.FETCH: fetch,
-    ApiKey.LIST_OFFSETS: list_offsets,
-    ApiKey.PRODUCE: authz_txn.produce,
-    ApiKey.INIT_PRODUCER_ID: authz_txn.init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: authz_txn.add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: authz_txn.add_offsets_to_txn,
-    ApiKey.END_TXN: authz_txn.end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: authz_txn.txn_offset_commit,
-    ApiKey.DESCRIBE_TRANSACTIONS: authz_txn.describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: authz_txn.list_transactions,
-    ApiKey.CREATE_TOPICS: authz_admin.create_topics,
-    ApiKey.DELETE_TOPICS: authz_admin.delete_topics,
-    ApiKey.CREATE_PARTITIONS: authz_admin.create_partitions,
-    ApiKey.DELETE_RECORDS: authz_admin.delete_records,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: authz_admin.offset_for_leader_epoch,
-    ApiKey.DESCRIBE_CONFIGS: authz_admin.describe_configs,
-    ApiKey.ALTER_CONFIGS: authz_admin.alter_configs,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: authz_admin.incremental_alter_configs,
-    ApiKey.DESCRIBE_LOG_DIRS: authz_tools.describe_log_dirs,
-    ApiKey.DESCRIBE_PRODUCERS: authz_tools.describe_producers,
-    ApiKey.WRITE_TXN_MARKERS: authz_tools.write_txn_markers,
-    ApiKey.ELECT_LEADERS: authz_tools.elect_leaders,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: authz_tools.alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: authz_tools.list_partition_reassignments,
-    ApiKey.SHARE_GROUP_HEARTBEAT: authz_share.share_group_heartbeat,
-    ApiKey.SHARE_GROUP_DESCRIBE: authz_share.share_group_describe,
-    ApiKey.SHARE_FETCH: authz_share.share_fetch,
-    ApiKey.SHARE_ACKNOWLEDGE: authz_share.share_acknowledge,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: authz_share.describe_share_group_offsets,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: authz_share.alter_share_group_offsets,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: authz_share.delete_share_group_offsets,
-}
-
-
-def guarded(handlers: dict[ApiKey, Handler]) -> dict[ApiKey, Handler]:
-    """The handler table with the authorizer's checks in front (the broker uses it when one is configured)."""
-    return {key: CHECKS.get(key, super_users_only)(handler) for key, handler in handlers.items()}

@@ -30,8 +30,7 @@ from groupcoord.protocol.messages import share_group_describe as sgd
 from groupcoord.protocol.messages import share_group_heartbeat as sgh
 from groupcoord.server.apis.authz_common import GROUP_DENIED, TOPIC_DENIED, Handler, allowed
 from groupcoord.server.apis.authz_common import replace_fields as _replace
-from groupcoord.server.apis.share_offsets import describe_group
-from groupcoord.server.net.dispatch import RequestContext, then
+from groupcoord.server.net.dispatch import RequestContext, resolved, then
 from groupcoord.server.security.authorizer import DELETE, DESCRIBE, GROUP, READ, TOPIC
 
 NO_LEADER = sf.ShareLeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
@@ -142,26 +141,43 @@ def share_acknowledge(handler: Handler) -> Handler:
 
 
 def describe_share_group_offsets(handler: Handler) -> Handler:
+    """The handler describes only the groups and topics the principal may DESCRIBE; the others are answered
+    here, each in its place."""
+
     def checked(ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest) -> Any:
         return asyncio.ensure_future(_checked(ctx, req))
 
     async def _checked(
         ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest
     ) -> dsgof.DescribeShareGroupOffsetsResponse:
-        out = []
+        # per group: None when the group may not be described, else the topics asked that may be (None: all)
+        may: list[tuple[dsgof.DescribeShareGroupOffsetsRequestTopic, ...] | None] = []
+        asked = []  # the groups the handler describes, each with the topics it may describe
         for g in req.groups:
             if not allowed(ctx, DESCRIBE, GROUP, g.group_id):
+                may.append(None)
+                continue
+            ok = (
+                None
+                if g.topics is None
+                else tuple(t for t in g.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
+            )
+            may.append(ok if ok is not None else ())
+            asked.append(_replace(g, topics=ok))
+        answer = await resolved(handler(ctx, _replace(req, groups=tuple(asked)))) if asked else None
+        described = iter(answer.groups if answer is not None else ())
+        out = []
+        for g, ok in zip(req.groups, may, strict=True):
+            if ok is None:
                 out.append(
                     dsgof.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, error_code=GROUP_DENIED)
                 )
                 continue
+            d = next(described)
             if g.topics is None:  # every initialized partition: the topics not describable are left out
-                d = describe_group(ctx, g.group_id, None, await ctx.services.share.summaries(g.group_id))
                 kept = tuple(t for t in d.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
                 out.append(_replace(d, topics=kept))
                 continue
-            ok = tuple(t for t in g.topics if allowed(ctx, DESCRIBE, TOPIC, t.topic_name))
-            d = describe_group(ctx, g.group_id, ok, await ctx.services.share.summaries(g.group_id))
             denied = tuple(
                 dsgof.DescribeShareGroupOffsetsResponseTopic(
                     topic_name=t.topic_name,

@@ -8,6 +8,8 @@
 | ElectLeaders | ALTER cluster | CLUSTER_AUTHORIZATION_FAILED at the top (v1+) and on every asked partition |
 | AlterPartitionReassignments | ALTER cluster | CLUSTER_AUTHORIZATION_FAILED at the top and on every partition |
 | ListPartitionReassignments | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED at the top, asked partitions echoed |
+| ListConfigResources | DESCRIBE_CONFIGS cluster | CLUSTER_AUTHORIZATION_FAILED at the top, nothing listed |
+| DescribeQuorum | DESCRIBE cluster | CLUSTER_AUTHORIZATION_FAILED at the top |
 
 The denied answers are the requests' `getErrorResponse` shapes, which Kafka sends when
 `authorizeClusterOperation` throws.
@@ -22,9 +24,11 @@ from groupcoord.protocol.messages import describe_producers as dp
 from groupcoord.protocol.messages import list_partition_reassignments as lpr
 from groupcoord.protocol.messages import write_txn_markers as wm
 from groupcoord.protocol.messages.describe_log_dirs import DescribeLogDirsResponse
+from groupcoord.protocol.messages.describe_quorum import DescribeQuorumResponse
+from groupcoord.protocol.messages.list_config_resources import ListConfigResourcesResponse
 from groupcoord.server.apis.authz_admin import split_checked
 from groupcoord.server.apis.authz_common import CLUSTER_DENIED, TOPIC_DENIED, Handler, allowed, replace_fields
-from groupcoord.server.apis.reassignments import elect_error
+from groupcoord.server.apis.error_answers import elect_error
 from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import (
     ALTER,
@@ -32,6 +36,7 @@ from groupcoord.server.security.authorizer import (
     CLUSTER_ACTION,
     CLUSTER_NAME,
     DESCRIBE,
+    DESCRIBE_CONFIGS,
     READ,
     TOPIC,
 )
@@ -162,5 +167,27 @@ def list_partition_reassignments(handler: Handler) -> Handler:
                 for t in req.topics or ()
             ),
         )
+
+    return checked
+
+
+def list_config_resources(handler: Handler) -> Handler:
+    """ListConfigResources: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED, nothing listed."""
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if _on_cluster(ctx, DESCRIBE_CONFIGS):
+            return handler(ctx, req)
+        return ListConfigResourcesResponse(error_code=CLUSTER_DENIED)
+
+    return checked
+
+
+def describe_quorum(handler: Handler) -> Handler:
+    """DescribeQuorum: DESCRIBE on the cluster, else a top-level CLUSTER_AUTHORIZATION_FAILED."""
+
+    def checked(ctx: RequestContext, req: Any) -> Any:
+        if _on_cluster(ctx, DESCRIBE):
+            return handler(ctx, req)
+        return DescribeQuorumResponse(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED_MESSAGE)
 
     return checked

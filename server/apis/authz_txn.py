@@ -20,6 +20,7 @@ InitProducerId is where an idempotent producer is let in or not.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import structlog
@@ -69,6 +70,19 @@ def has_transactional_records(req: Any) -> bool:
     return False
 
 
+def with_names(ctx: RequestContext, req: Any) -> Any:
+    """The request with each v13 topic's name filled in from its id (left empty for an unknown id), so the
+    ACL check reads names at every version."""
+    if ctx.version < 13:
+        return req
+    topics = ctx.services.topics
+    named = []
+    for t in req.topic_data:
+        info = topics.by_id(t.topic_id)
+        named.append(dataclasses.replace(t, name=info.name) if info is not None else t)
+    return dataclasses.replace(req, topic_data=tuple(named))
+
+
 def produce(handler: Handler) -> Handler:
     from groupcoord.protocol.messages import produce as pr
 
@@ -91,8 +105,6 @@ def produce(handler: Handler) -> Handler:
         return None
 
     def checked(ctx: RequestContext, req: Any) -> Any:
-        from groupcoord.server.apis.produce import with_names
-
         req = with_names(
             ctx, req
         )  # v13: topics by id; an unknown id is no topic to authorize (UNKNOWN_TOPIC_ID)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -29,6 +30,8 @@ from groupcoord.protocol.messages.offset_delete import (
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
+from groupcoord.server.apis import authz, authz_admin, loading
+from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.apis.meta import CLUSTER_OPERATIONS
 from groupcoord.server.net.dispatch import then
 
@@ -111,3 +114,15 @@ def offset_delete(ctx: RequestContext, req: OffsetDeleteRequest) -> Any:
         )
 
     return then(result, answer)
+
+
+APIS = (
+    Api(
+        key=ApiKey.OFFSET_DELETE,
+        handler=offset_delete,
+        check=authz_admin.offset_delete,
+        groups=by_group_id,
+        while_loading=loading.offset_delete,
+    ),
+    Api(key=ApiKey.DESCRIBE_CLUSTER, handler=describe_cluster, check=authz.describe_cluster),
+)

@@ -4,7 +4,8 @@
 Version notes: DescribeConfigs v0 reports IsDefault instead of ConfigSource and has no synonyms; v1 adds
 IncludeSynonyms and ConfigSource; v3 IncludeDocumentation and ConfigType; v4 and AlterConfigs v2 /
 IncrementalAlterConfigs v1 are the flexible encodings. A BROKER resource is this node's id (its effective
-configs) or "" (the cluster-wide dynamic defaults). GROUP resources (group configs) are in group_configs.py.
+configs) or "" (the cluster-wide dynamic defaults). GROUP resources (group configs) are in group_configs.py,
+CLIENT_METRICS resources (KIP-714 subscriptions) in client_metrics_configs.py.
 Other resource types get INVALID_REQUEST (docs/differences.md).
 
 Uses of the server (`ctx.services`): `ctx.services.configs` (the ConfigManager), `ctx.services.topics` (name -> TopicInfo).
@@ -16,6 +17,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.alter_configs import (
     AlterConfigsRequest,
@@ -34,8 +36,12 @@ from groupcoord.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
+from groupcoord.server.apis import authz_admin
+from groupcoord.server.apis.client_metrics_configs import alter_client_metrics, describe_client_metrics
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.apis.group_configs import alter_group, describe_group
 from groupcoord.server.configs.broker_defs import BROKER_CONFIGS
+from groupcoord.server.configs.client_metrics_defs import CLIENT_METRICS_CONFIGS
 from groupcoord.server.configs.group_defs import GROUP_CONFIGS
 from groupcoord.server.configs.manager import (
     INTERNAL_TOPIC_CONFIGS,
@@ -107,6 +113,8 @@ def describe_configs(ctx: RequestContext, req: DescribeConfigsRequest) -> Descri
                 entries = cluster_default_entries(layers) if r.resource_name == "" else broker_entries(layers)
         elif r.resource_type == ResourceType.GROUP:
             refusal, entries = describe_group(ctx, r.resource_name)
+        elif r.resource_type == ResourceType.CLIENT_METRICS:
+            refusal, entries = describe_client_metrics(ctx, r.resource_name)
         else:
             refusal = _unsupported(r.resource_type)
         if refusal is not None:
@@ -175,9 +183,11 @@ def _replace_all(configs: Any) -> dict[str, str] | Refusal:
 def incremental_alter_configs(ctx: RequestContext, req: IncrementalAlterConfigsRequest) -> Any:
     changes = []
     for r in req.resources:
-        defs = {ResourceType.TOPIC: TOPIC_CONFIGS, ResourceType.GROUP: GROUP_CONFIGS}.get(
-            r.resource_type, BROKER_CONFIGS
-        )
+        defs = {
+            ResourceType.TOPIC: TOPIC_CONFIGS,
+            ResourceType.GROUP: GROUP_CONFIGS,
+            ResourceType.CLIENT_METRICS: CLIENT_METRICS_CONFIGS,
+        }.get(r.resource_type, BROKER_CONFIGS)
         ops = [(c.name, c.config_operation, c.value) for c in r.configs]
         changes.append(
             (
@@ -201,6 +211,8 @@ async def _alter(ctx: RequestContext, changes: list, validate_only: bool, *, inc
             outcome = await _alter_broker(ctx, name, change, validate_only)
         elif resource_type == ResourceType.GROUP:
             outcome = await alter_group(ctx, name, change, validate_only)
+        elif resource_type == ResourceType.CLIENT_METRICS:
+            outcome = await alter_client_metrics(ctx, name, change, validate_only)
         else:
             outcome = _unsupported(resource_type)
         results.append((resource_type, name, outcome))
@@ -274,3 +286,14 @@ async def _write(step: Any) -> Refusal:
     except OSError as exc:
         return ErrorCode.UNKNOWN_SERVER_ERROR, f"could not write the configs: {exc.strerror}"
     return OK
+
+
+APIS = (
+    Api(key=ApiKey.DESCRIBE_CONFIGS, handler=describe_configs, check=authz_admin.describe_configs),
+    Api(key=ApiKey.ALTER_CONFIGS, handler=alter_configs, check=authz_admin.alter_configs),
+    Api(
+        key=ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        handler=incremental_alter_configs,
+        check=authz_admin.incremental_alter_configs,
+    ),
+)

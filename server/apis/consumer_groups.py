@@ -15,10 +15,13 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.fast import consumer_group_heartbeat_ok, parse_consumer_group_heartbeat
 from groupcoord.protocol.messages import consumer_group_describe as cgd
 from groupcoord.protocol.messages import consumer_group_heartbeat as cgh
+from groupcoord.server.apis import authz_consumer, loading
+from groupcoord.server.apis.declaration import Api, by_group_id, by_group_ids
 from groupcoord.server.coordinator.modern.consumer import api as m
 from groupcoord.server.net.dispatch import then
 from groupcoord.server.security.authorizer import DESCRIBE, TOPIC
@@ -75,14 +78,11 @@ class LogTopicImage:
         return self._topics.version()
 
     def topic_names(self) -> frozenset[str]:
-        """What a regex subscription may match: every topic but the internal `__consumer_offsets` (it has no
-        log here to fetch from; see docs/differences.md)."""
+        """What a regex subscription may match: every topic of the image, internal `__consumer_offsets`
+        included, as Kafka 4.4's `TopicRegexResolver` resolves over its whole metadata image (asked of Kafka:
+        tests/oracle/test_regex.py). Its partitions fetch as empty logs here (docs/differences.md, 17)."""
         visible = self._visible
-        return frozenset(
-            n
-            for n in self._topics.names()
-            if not self._topics.is_internal(n) and (visible is None or visible(n))
-        )
+        return frozenset(n for n in self._topics.names() if visible is None or visible(n))
 
 
 def consumer_group_heartbeat(ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest) -> Any:
@@ -248,3 +248,24 @@ def consumer_group_describe(ctx: RequestContext, req: cgd.ConsumerGroupDescribeR
 # READ, DELETE and DESCRIBE (what a client may do to a group without an authorizer), as DescribeGroups says
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT_MIN = -(2**31)
+
+
+APIS = (
+    Api(
+        key=ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        handler=consumer_group_heartbeat,
+        check=authz_consumer.consumer_group_heartbeat,
+        groups=by_group_id,
+        while_loading=loading.consumer_group_heartbeat,
+        fast_lane=consumer_group_heartbeat_fast,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.CONSUMER_GROUP_DESCRIBE,
+        handler=consumer_group_describe,
+        check=authz_consumer.consumer_group_describe,
+        groups=by_group_ids,
+        while_loading=loading.consumer_group_describe,
+        coordinator=True,
+    ),
+)

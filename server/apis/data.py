@@ -9,7 +9,8 @@ Version notes (Produce: `groupcoord.server.apis.produce`):
   the range read; 0 (read_uncommitted) reads up to the high watermark.
 - ListOffsets 1-7: earliest (-2), latest (-1; the last stable offset for read_committed, v2+), max timestamp
   (-3, v7) and by timestamp.
-- InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id goes to the
+- InitProducerId 0-5 (v5 may return TRANSACTION_ABORTABLE; we never do): idempotent producers get a fresh
+  producer id; a transactional id goes to the
   transaction coordinator (epoch bump, fencing; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4).
 - OffsetForLeaderEpoch 0-4: on a single node one leader epoch (0) whose end offset is the log end; in
   cluster mode the requested epoch looked up in the partition's epoch history (Kafka's
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import create_partitions as cp
 from groupcoord.protocol.messages import delete_topics as dt
@@ -28,6 +30,8 @@ from groupcoord.protocol.messages import fetch as fe
 from groupcoord.protocol.messages import init_producer_id as ip
 from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
+from groupcoord.server.apis import authz, authz_admin, authz_txn
+from groupcoord.server.apis.declaration import Api, by_transactional_id
 from groupcoord.server.apis.topic_rules import check_partition_assignments
 from groupcoord.server.apis.txn_routing import txn_status
 from groupcoord.server.log.errors import LogError
@@ -354,3 +358,22 @@ async def _create_partitions(
                 code, message = exc.code, exc.message
         results.append(cp.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message))
     return cp.CreatePartitionsResponse(results=tuple(results))
+
+
+APIS = (
+    Api(key=ApiKey.FETCH, handler=fetch, check=authz.fetch),
+    Api(key=ApiKey.LIST_OFFSETS, handler=list_offsets, check=authz.list_offsets),
+    Api(
+        key=ApiKey.INIT_PRODUCER_ID,
+        handler=init_producer_id,
+        check=authz_txn.init_producer_id,
+        txn_ids=by_transactional_id,
+    ),
+    Api(
+        key=ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        handler=offset_for_leader_epoch,
+        check=authz_admin.offset_for_leader_epoch,
+    ),
+    Api(key=ApiKey.DELETE_TOPICS, handler=delete_topics, check=authz_admin.delete_topics),
+    Api(key=ApiKey.CREATE_PARTITIONS, handler=create_partitions, check=authz_admin.create_partitions),
+)

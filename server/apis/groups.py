@@ -39,6 +39,8 @@ from groupcoord.protocol.messages.join_group import (
 )
 from groupcoord.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 from groupcoord.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from groupcoord.server.apis import authz, loading
+from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.net.dispatch import Prebuilt, then
 
@@ -310,3 +312,63 @@ async def _delete_with_share_state(ctx: RequestContext, names: list[str]) -> Del
             DeletableGroupResult(group_id=g, error_code=failed.get(g, pairs.get(g, 0))) for g in names
         )
     )
+
+
+APIS = (
+    Api(
+        key=ApiKey.JOIN_GROUP,
+        handler=join_group,
+        check=authz.group_read(authz.group_denied(JoinGroupResponse)),
+        groups=by_group_id,
+        while_loading=loading.join_group,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.SYNC_GROUP,
+        handler=sync_group,
+        check=authz.group_read(authz.group_denied(SyncGroupResponse)),
+        groups=by_group_id,
+        while_loading=loading.sync_group,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.HEARTBEAT,
+        handler=heartbeat,
+        check=authz.group_read(authz.group_denied(HeartbeatResponse)),
+        groups=by_group_id,
+        while_loading=loading.heartbeat,
+        fast_lane=heartbeat_fast,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.LEAVE_GROUP,
+        handler=leave_group,
+        check=authz.group_read(authz.group_denied(LeaveGroupResponse)),
+        groups=by_group_id,
+        while_loading=loading.leave_group,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.DESCRIBE_GROUPS,
+        handler=describe_groups,
+        check=authz.describe_groups,
+        groups=lambda version, req: tuple(req.groups),
+        while_loading=loading.describe_groups,
+        coordinator=True,
+    ),
+    # no group to route by: each node lists the groups it coordinates
+    Api(
+        key=ApiKey.LIST_GROUPS,
+        handler=list_groups,
+        check=authz.list_groups,
+        while_loading=loading.list_groups,
+    ),
+    Api(
+        key=ApiKey.DELETE_GROUPS,
+        handler=delete_groups,
+        check=authz.delete_groups,
+        groups=lambda version, req: tuple(req.groups_names),
+        while_loading=loading.delete_groups,
+        coordinator=True,
+    ),
+)

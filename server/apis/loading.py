@@ -1,5 +1,6 @@
-"""Answers while the coordinator state is still loading from disk (spec §2.2, §3.1, §4.1, §6, §7), and the
-same answers with another code (`answers_with`: NOT_COORDINATOR for a group another cluster node owns).
+"""The group APIs' answers while the coordinator state is still loading from disk (spec §2.2, §3.1, §4.1, §6,
+§7), and the same answers with another code (NOT_COORDINATOR for a group another cluster node owns). Each
+API's declaration names its answer here as `while_loading` (server/apis/declaration.py).
 
 The listener opens before `state.db` has been replayed, so clients can connect at once; until the load is
 done, group APIs get COORDINATOR_LOAD_IN_PROGRESS (clients retry it), except Heartbeat, which Kafka answers
@@ -8,11 +9,8 @@ NONE so that members don't rejoin because of a coordinator restart.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import alter_share_group_offsets as asgo
 from groupcoord.protocol.messages import consumer_group_describe as cgd
@@ -31,7 +29,7 @@ from groupcoord.protocol.messages import offset_fetch as of
 from groupcoord.protocol.messages import share_group_describe as sgd
 from groupcoord.protocol.messages import share_group_heartbeat as sgh
 from groupcoord.protocol.messages import sync_group as sg
-from groupcoord.server.apis.offsets import commit_errors
+from groupcoord.server.apis.error_answers import commit_errors
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -39,36 +37,40 @@ if TYPE_CHECKING:
 LOADING = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
 
 
-def _join(ctx: RequestContext, req: jg.JoinGroupRequest, code: ErrorCode = LOADING) -> jg.JoinGroupResponse:
+def join_group(
+    ctx: RequestContext, req: jg.JoinGroupRequest, code: ErrorCode = LOADING
+) -> jg.JoinGroupResponse:
     return jg.JoinGroupResponse(
         error_code=code, member_id=req.member_id, protocol_name="" if ctx.version < 7 else None
     )
 
 
-def _sync(ctx: RequestContext, req: sg.SyncGroupRequest, code: ErrorCode = LOADING) -> sg.SyncGroupResponse:
+def sync_group(
+    ctx: RequestContext, req: sg.SyncGroupRequest, code: ErrorCode = LOADING
+) -> sg.SyncGroupResponse:
     return sg.SyncGroupResponse(error_code=code)
 
 
-def _heartbeat(
+def heartbeat(
     ctx: RequestContext, req: hb.HeartbeatRequest, code: ErrorCode = LOADING
 ) -> hb.HeartbeatResponse:
     # loading: NONE, so members don't rejoin because the coordinator restarted or is taking the group over
     return hb.HeartbeatResponse(error_code=ErrorCode.NONE if code == LOADING else code)
 
 
-def _leave(
+def leave_group(
     ctx: RequestContext, req: lv.LeaveGroupRequest, code: ErrorCode = LOADING
 ) -> lv.LeaveGroupResponse:
     return lv.LeaveGroupResponse(error_code=code)
 
 
-def _commit(
+def offset_commit(
     ctx: RequestContext, req: oc.OffsetCommitRequest, code: ErrorCode = LOADING
 ) -> oc.OffsetCommitResponse:
     return commit_errors(req, code)
 
 
-def _fetch(
+def offset_fetch(
     ctx: RequestContext, req: of.OffsetFetchRequest, code: ErrorCode = LOADING
 ) -> of.OffsetFetchResponse:
     if ctx.version >= 8:
@@ -92,7 +94,7 @@ def _fetch(
     )
 
 
-def _describe(
+def describe_groups(
     ctx: RequestContext, req: dg.DescribeGroupsRequest, code: ErrorCode = LOADING
 ) -> dg.DescribeGroupsResponse:
     return dg.DescribeGroupsResponse(
@@ -100,11 +102,13 @@ def _describe(
     )
 
 
-def _list(ctx: RequestContext, req: lg.ListGroupsRequest, code: ErrorCode = LOADING) -> lg.ListGroupsResponse:
+def list_groups(
+    ctx: RequestContext, req: lg.ListGroupsRequest, code: ErrorCode = LOADING
+) -> lg.ListGroupsResponse:
     return lg.ListGroupsResponse(error_code=code)
 
 
-def _delete(
+def delete_groups(
     ctx: RequestContext, req: dl.DeleteGroupsRequest, code: ErrorCode = LOADING
 ) -> dl.DeleteGroupsResponse:
     return dl.DeleteGroupsResponse(
@@ -114,20 +118,20 @@ def _delete(
     )
 
 
-def _offset_delete(
+def offset_delete(
     ctx: RequestContext, req: od.OffsetDeleteRequest, code: ErrorCode = LOADING
 ) -> od.OffsetDeleteResponse:
     return od.OffsetDeleteResponse(error_code=code)
 
 
-def _consumer_heartbeat(
+def consumer_group_heartbeat(
     ctx: RequestContext, req: cgh.ConsumerGroupHeartbeatRequest, code: ErrorCode = LOADING
 ) -> cgh.ConsumerGroupHeartbeatResponse:
     # KIP-848 clients retry both (librdkafka and Java treat them as coordinator errors, not fatal)
     return cgh.ConsumerGroupHeartbeatResponse(error_code=code)
 
 
-def _consumer_describe(
+def consumer_group_describe(
     ctx: RequestContext, req: cgd.ConsumerGroupDescribeRequest, code: ErrorCode = LOADING
 ) -> cgd.ConsumerGroupDescribeResponse:
     return cgd.ConsumerGroupDescribeResponse(
@@ -135,13 +139,13 @@ def _consumer_describe(
     )
 
 
-def _share_heartbeat(
+def share_group_heartbeat(
     ctx: RequestContext, req: sgh.ShareGroupHeartbeatRequest, code: ErrorCode = LOADING
 ) -> sgh.ShareGroupHeartbeatResponse:
     return sgh.ShareGroupHeartbeatResponse(error_code=code)
 
 
-def _share_describe(
+def share_group_describe(
     ctx: RequestContext, req: sgd.ShareGroupDescribeRequest, code: ErrorCode = LOADING
 ) -> sgd.ShareGroupDescribeResponse:
     return sgd.ShareGroupDescribeResponse(
@@ -149,7 +153,7 @@ def _share_describe(
     )
 
 
-def _share_offsets_describe(
+def describe_share_group_offsets(
     ctx: RequestContext, req: dsgof.DescribeShareGroupOffsetsRequest, code: ErrorCode = LOADING
 ) -> dsgof.DescribeShareGroupOffsetsResponse:
     return dsgof.DescribeShareGroupOffsetsResponse(
@@ -160,39 +164,13 @@ def _share_offsets_describe(
     )
 
 
-def _share_offsets_alter(
+def alter_share_group_offsets(
     ctx: RequestContext, req: asgo.AlterShareGroupOffsetsRequest, code: ErrorCode = LOADING
 ) -> asgo.AlterShareGroupOffsetsResponse:
     return asgo.AlterShareGroupOffsetsResponse(error_code=code)
 
 
-def _share_offsets_delete(
+def delete_share_group_offsets(
     ctx: RequestContext, req: dsgo.DeleteShareGroupOffsetsRequest, code: ErrorCode = LOADING
 ) -> dsgo.DeleteShareGroupOffsetsResponse:
     return dsgo.DeleteShareGroupOffsetsResponse(error_code=code)
-
-
-WHILE_LOADING: dict[ApiKey, Callable[[Any, Any], Any]] = {
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_heartbeat,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_describe,
-    ApiKey.JOIN_GROUP: _join,
-    ApiKey.SYNC_GROUP: _sync,
-    ApiKey.HEARTBEAT: _heartbeat,
-    ApiKey.LEAVE_GROUP: _leave,
-    ApiKey.OFFSET_COMMIT: _commit,
-    ApiKey.OFFSET_FETCH: _fetch,
-    ApiKey.DESCRIBE_GROUPS: _describe,
-    ApiKey.LIST_GROUPS: _list,
-    ApiKey.DELETE_GROUPS: _delete,
-    ApiKey.OFFSET_DELETE: _offset_delete,
-    ApiKey.SHARE_GROUP_HEARTBEAT: _share_heartbeat,
-    ApiKey.SHARE_GROUP_DESCRIBE: _share_describe,
-    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _share_offsets_describe,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _share_offsets_alter,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _share_offsets_delete,
-}
-
-
-def answers_with(code: ErrorCode) -> dict[ApiKey, Callable[[Any, Any], Any]]:
-    """The group APIs answered with `code` for every group of the request (ListGroups has no group)."""
-    return {k: functools.partial(f, code=code) for k, f in WHILE_LOADING.items() if k != ApiKey.LIST_GROUPS}

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.describe_log_dirs import (
     DescribeLogDirsPartition,
@@ -25,6 +26,8 @@ from groupcoord.protocol.messages.describe_log_dirs import (
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
 )
+from groupcoord.server.apis import authz_tools
+from groupcoord.server.apis.declaration import Api
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -74,3 +77,6 @@ def describe_log_dirs(ctx: RequestContext, req: DescribeLogDirsRequest) -> Descr
         usable_bytes=usable,
     )
     return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=(result,))
+
+
+APIS = (Api(key=ApiKey.DESCRIBE_LOG_DIRS, handler=describe_log_dirs, check=authz_tools.describe_log_dirs),)

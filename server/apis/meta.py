@@ -21,6 +21,7 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupcoord.protocol.messages.create_topics import (
@@ -41,6 +42,8 @@ from groupcoord.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from groupcoord.server.apis import authz, authz_admin
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.apis.features import features_for, supported_for_version
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.configs.resolve import topic_entries
@@ -67,8 +70,10 @@ def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=())
     cfg = ctx.services.config
-    if ctx.version >= 5 and req.cluster_id is not None and (
-        req.cluster_id != cfg.cluster_id or req.node_id != cfg.node_id
+    if (
+        ctx.version >= 5
+        and req.cluster_id is not None
+        and (req.cluster_id != cfg.cluster_id or req.node_id != cfg.node_id)
     ):
         return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED, api_keys=())
     feats = features_for(frozenset(a.api_key for a in table))
@@ -108,7 +113,8 @@ def _brokers(ctx: RequestContext) -> tuple[MetadataResponseBroker, ...]:
     return tuple(out) or (_broker(ctx),)
 
 
-def _topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+def topic_entry(ctx: RequestContext, name: str) -> MetadataResponseTopic:
+    """One topic as Metadata answers it (DescribeTopicPartitions answers its partitions alike)."""
     topics = ctx.services.topics
     info = topics.get(name)
     node = ctx.services.config.node_id
@@ -243,7 +249,7 @@ def _metadata_response(
         if not topics.valid_name(name):
             entries.append(MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name))
         else:
-            entries.append(_topic_entry(ctx, name))
+            entries.append(topic_entry(ctx, name))
     for topic_id in unknown_ids:
         entries.append(
             MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
@@ -396,3 +402,13 @@ def _result_configs(
         )
         for e in topic_entries(dict(configs), ctx.services.configs.layers)
     )
+
+
+APIS = (
+    Api(key=ApiKey.API_VERSIONS, handler=api_versions, check=authz.open_to_all),
+    Api(key=ApiKey.METADATA, handler=metadata, check=authz.metadata),
+    Api(
+        key=ApiKey.FIND_COORDINATOR, handler=find_coordinator, check=authz.find_coordinator, coordinator=True
+    ),
+    Api(key=ApiKey.CREATE_TOPICS, handler=create_topics, check=authz_admin.create_topics),
+)

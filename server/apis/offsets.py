@@ -18,32 +18,19 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
+from groupcoord.server.apis import authz, loading, topic_ids
 from groupcoord.server.apis.commit_plan import plan_commit
+from groupcoord.server.apis.declaration import Api, by_group_id
+from groupcoord.server.apis.error_answers import commit_errors
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.net.dispatch import then
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
-
-
-def commit_errors(req: oc.OffsetCommitRequest, error: int) -> oc.OffsetCommitResponse:
-    """The same error for every partition of the request (v0, and while the state loads)."""
-    return oc.OffsetCommitResponse(
-        topics=tuple(
-            oc.OffsetCommitResponseTopic(
-                name=t.name,
-                topic_id=t.topic_id,
-                partitions=tuple(
-                    oc.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
-                    for p in t.partitions
-                ),
-            )
-            for t in req.topics
-        )
-    )
 
 
 def offset_commit(ctx: RequestContext, req: oc.OffsetCommitRequest) -> Any:
@@ -199,3 +186,29 @@ def offset_fetch(ctx: RequestContext, req: of.OffsetFetchRequest) -> Any:
 
 async def _gather(items: list[Any]) -> list[Any]:
     return [await x if isinstance(x, asyncio.Future) else x for x in items]
+
+
+def _fetched_groups(version: int, req: of.OffsetFetchRequest) -> tuple[str, ...]:
+    return tuple(g.group_id for g in req.groups) if version >= 8 else (req.group_id,)
+
+
+APIS = (
+    Api(
+        key=ApiKey.OFFSET_COMMIT,
+        handler=offset_commit,
+        check=authz.offset_commit,
+        before_check=(topic_ids.offset_commit,),
+        groups=by_group_id,
+        while_loading=loading.offset_commit,
+        coordinator=True,
+    ),
+    Api(
+        key=ApiKey.OFFSET_FETCH,
+        handler=offset_fetch,
+        check=authz.offset_fetch,
+        before_check=(topic_ids.offset_fetch,),
+        groups=_fetched_groups,
+        while_loading=loading.offset_fetch,
+        coordinator=True,
+    ),
+)

@@ -17,11 +17,13 @@ Version notes:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import produce as pr
+from groupcoord.server.apis import authz_txn
+from groupcoord.server.apis.declaration import Api, by_transactional_id
 from groupcoord.server.log.batch import HEADER_SIZE, parse_header
 from groupcoord.server.log.manager import AppendResult
 
@@ -31,19 +33,6 @@ if TYPE_CHECKING:
 
 def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Any:
     return asyncio.ensure_future(_produce(ctx, req))
-
-
-def with_names(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceRequest:
-    """The request with each v13 topic's name filled in from its id (left empty for an unknown id), so the
-    ACL check reads names at every version."""
-    if ctx.version < 13:
-        return req
-    topics = ctx.services.topics
-    named = []
-    for t in req.topic_data:
-        info = topics.by_id(t.topic_id)
-        named.append(dataclasses.replace(t, name=info.name) if info is not None else t)
-    return dataclasses.replace(req, topic_data=tuple(named))
 
 
 def _topic_name(ctx: RequestContext, t: pr.TopicProduceData) -> str | None:
@@ -132,3 +121,6 @@ def _partition_response(
         error_message=r.error_message if ctx.version >= 8 else None,
         current_leader=leader,
     )
+
+
+APIS = (Api(key=ApiKey.PRODUCE, handler=produce, check=authz_txn.produce, txn_ids=by_transactional_id),)

@@ -29,9 +29,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import describe_producers as dp
 from groupcoord.protocol.messages import write_txn_markers as wm
+from groupcoord.server.apis import authz_tools
+from groupcoord.server.apis.declaration import Api
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -136,3 +139,9 @@ async def _complete_groups(ctx: RequestContext, producer_id: int, commit: bool) 
         if not await ctx.services.txn.complete_group(group_id, producer_id, commit):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
     return ErrorCode.NONE
+
+
+APIS = (
+    Api(key=ApiKey.DESCRIBE_PRODUCERS, handler=describe_producers, check=authz_tools.describe_producers),
+    Api(key=ApiKey.WRITE_TXN_MARKERS, handler=write_txn_markers, check=authz_tools.write_txn_markers),
+)

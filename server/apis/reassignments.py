@@ -19,10 +19,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import alter_partition_reassignments as apr
 from groupcoord.protocol.messages import elect_leaders as el
 from groupcoord.protocol.messages import list_partition_reassignments as lpr
+from groupcoord.server.apis import authz_tools
+from groupcoord.server.apis.declaration import Api
+from groupcoord.server.apis.error_answers import elect_error
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -55,21 +59,6 @@ def elect_leaders(ctx: RequestContext, req: el.ElectLeadersRequest) -> el.ElectL
             )
         out.append(el.ReplicaElectionResult(topic=t.topic, partition_result=tuple(parts)))
     return el.ElectLeadersResponse(error_code=ErrorCode.NONE, replica_election_results=tuple(out))
-
-
-def elect_error(req: el.ElectLeadersRequest, code: int, message: str | None) -> el.ElectLeadersResponse:
-    """Kafka's `ElectLeadersRequest.getErrorResponse`: the error at the top and on every asked partition."""
-    results = tuple(
-        el.ReplicaElectionResult(
-            topic=t.topic,
-            partition_result=tuple(
-                el.ElectLeadersPartitionResult(partition_id=p, error_code=code, error_message=message)
-                for p in t.partitions
-            ),
-        )
-        for t in req.topic_partitions or ()
-    )
-    return el.ElectLeadersResponse(error_code=code, replica_election_results=results)
 
 
 def alter_partition_reassignments(
@@ -142,3 +131,18 @@ def list_partition_reassignments(
 ) -> lpr.ListPartitionReassignmentsResponse:
     """Nothing is ever reassigning on one broker: Kafka's listing of no reassigning partitions."""
     return lpr.ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, error_message=None, topics=())
+
+
+APIS = (
+    Api(key=ApiKey.ELECT_LEADERS, handler=elect_leaders, check=authz_tools.elect_leaders),
+    Api(
+        key=ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        handler=alter_partition_reassignments,
+        check=authz_tools.alter_partition_reassignments,
+    ),
+    Api(
+        key=ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        handler=list_partition_reassignments,
+        check=authz_tools.list_partition_reassignments,
+    ),
+)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.delete_records import (
     DeleteRecordsPartitionResult,
@@ -20,6 +21,8 @@ from groupcoord.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from groupcoord.server.apis import authz_admin
+from groupcoord.server.apis.declaration import Api
 
 if TYPE_CHECKING:
     from groupcoord.server.net.dispatch import RequestContext
@@ -47,3 +50,6 @@ async def _delete_records(ctx: RequestContext, req: DeleteRecordsRequest) -> Del
             )
         results.append(DeleteRecordsTopicResult(name=t.name, partitions=tuple(parts)))
     return DeleteRecordsResponse(topics=tuple(results))
+
+
+APIS = (Api(key=ApiKey.DELETE_RECORDS, handler=delete_records, check=authz_admin.delete_records),)

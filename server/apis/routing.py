@@ -3,7 +3,8 @@
 Kafka's brokers answer NOT_COORDINATOR for a group whose `__consumer_offsets` partition they do not lead,
 and COORDINATOR_LOAD_IN_PROGRESS while they replay one they just became leader of; clients then go back to
 FindCoordinator, or retry. Here the shard of each group named in the request (`ctx.services.routing`)
-decides. A request naming several groups (DescribeGroups, DeleteGroups, OffsetFetch v8+) is answered with
+decides; which groups a request names, and its error answer, are its API's declaration (`Api.groups`,
+`Api.while_loading`). A request naming several groups (DescribeGroups, DeleteGroups, OffsetFetch v8+) is answered with
 the error for all of them when any one is not served here (Kafka answers per group; clients send one
 request per coordinator, so the groups of one request normally share it). ListGroups lists this node's
 groups, as each Kafka broker lists those it coordinates.
@@ -11,63 +12,40 @@ groups, as each Kafka broker lists those it coordinates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
-from groupcoord.server.apis.loading import answers_with
+from groupcoord.server.apis.declaration import answering
 
 if TYPE_CHECKING:
-    from groupcoord.server.net.dispatch import RequestContext
-
-Handler = Callable[[Any, Any], Any]
-
-_NOT_HERE = {int(k): v for k, v in answers_with(ErrorCode.NOT_COORDINATOR).items()}
-_LOADING = {int(k): v for k, v in answers_with(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS).items()}
-_SINGLE = {
-    int(k)
-    for k in (
-        ApiKey.JOIN_GROUP,
-        ApiKey.SYNC_GROUP,
-        ApiKey.HEARTBEAT,
-        ApiKey.LEAVE_GROUP,
-        ApiKey.OFFSET_COMMIT,
-        ApiKey.OFFSET_DELETE,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        ApiKey.SHARE_GROUP_HEARTBEAT,
-        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
-    )
-}
+    from groupcoord.server.apis.declaration import Api, Ids
+    from groupcoord.server.net.dispatch import Handler, RequestContext
 
 
-def group_ids(api_key: int, version: int, req: Any) -> list[str]:
-    """The groups a group request names (none for the other APIs)."""
-    if api_key in _SINGLE:
-        return [req.group_id]
-    if api_key == ApiKey.OFFSET_FETCH:
-        return [g.group_id for g in req.groups] if version >= 8 else [req.group_id]
-    if api_key == ApiKey.DESCRIBE_GROUPS:
-        return list(req.groups)
-    if api_key == ApiKey.DELETE_GROUPS:
-        return list(req.groups_names)
-    if api_key in (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.SHARE_GROUP_DESCRIBE):
-        return list(req.group_ids)
-    if api_key == ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS:
-        return [g.group_id for g in req.groups]
-    return []
+class Router:
+    """The routing of the declared APIs that name groups (`Api.groups`), as the dispatcher's `route` hook."""
 
+    def __init__(self, declared: Iterable[Api]) -> None:
+        routed = [a for a in declared if a.groups is not None]
+        self.groups: dict[int, Ids] = {int(a.key): a.groups for a in routed if a.groups is not None}
+        self.not_here = {int(a.key): answering(a, ErrorCode.NOT_COORDINATOR) for a in routed}
+        self.loading = {int(a.key): answering(a, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) for a in routed}
 
-def route(ctx: RequestContext, api_key: int, req: Any) -> Handler | None:
-    """None: handle here as usual; else the handler that answers NOT_COORDINATOR or LOAD_IN_PROGRESS."""
-    routing = ctx.services.routing
-    if routing is None or api_key not in _NOT_HERE:
-        return None
-    statuses = {routing.group_status(g) for g in group_ids(api_key, ctx.version, req)}
-    statuses.discard(ErrorCode.NONE)
-    if not statuses:
-        return None
-    if ErrorCode.NOT_COORDINATOR in statuses:
-        return _NOT_HERE[api_key]
-    return _LOADING[api_key]
+    def group_ids(self, api_key: int, version: int, req: Any) -> list[str]:
+        """The groups a group request names (none for the other APIs)."""
+        ids = self.groups.get(api_key)
+        return [] if ids is None else list(ids(version, req))
+
+    def route(self, ctx: RequestContext, api_key: int, req: Any) -> Handler | None:
+        """None: handle here as usual; else the handler that answers NOT_COORDINATOR or LOAD_IN_PROGRESS."""
+        routing = ctx.services.routing
+        if routing is None or api_key not in self.groups:
+            return None
+        statuses = {routing.group_status(g) for g in self.group_ids(api_key, ctx.version, req)}
+        statuses.discard(ErrorCode.NONE)
+        if not statuses:
+            return None
+        if ErrorCode.NOT_COORDINATOR in statuses:
+            return self.not_here[api_key]
+        return self.loading[api_key]

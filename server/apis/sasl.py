@@ -7,9 +7,12 @@ KafkaApis answers both with ILLEGAL_SASL_STATE then, and so do we (no KIP-368 re
 
 from __future__ import annotations
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from groupcoord.protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from groupcoord.server.apis import authz
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.net.dispatch import RequestContext
 
 
@@ -26,3 +29,9 @@ def sasl_authenticate(ctx: RequestContext, req: SaslAuthenticateRequest) -> Sasl
     return SaslAuthenticateResponse(
         error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message=message, auth_bytes=b""
     )
+
+
+APIS = (
+    Api(key=ApiKey.SASL_HANDSHAKE, handler=sasl_handshake, check=authz.open_to_all),
+    Api(key=ApiKey.SASL_AUTHENTICATE, handler=sasl_authenticate, check=authz.open_to_all),
+)

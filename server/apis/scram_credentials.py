@@ -17,9 +17,12 @@ from typing import Any
 
 import structlog
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import alter_user_scram_credentials as al
 from groupcoord.protocol.messages import describe_user_scram_credentials as ds
+from groupcoord.server.apis import authz
+from groupcoord.server.apis.declaration import Api
 from groupcoord.server.net.dispatch import RequestContext
 from groupcoord.server.security.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from groupcoord.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS
@@ -144,3 +147,18 @@ async def _alter(
             for u in users
         )
     )
+
+
+# the handlers check CLUSTER themselves
+APIS = (
+    Api(
+        key=ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        handler=describe_user_scram_credentials,
+        check=authz.open_to_all,
+    ),
+    Api(
+        key=ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        handler=alter_user_scram_credentials,
+        check=authz.open_to_all,
+    ),
+)

@@ -1,9 +1,9 @@
 """ShareFetch (78, v1-2) and ShareAcknowledge (79, v1-2): KIP-932 record delivery to share-group members.
 
 These handlers check the request (Kafka's KafkaApis.handleShareFetchRequest / validateAcknowledgementBatches),
-move the share session along (server/share/sessions.py), and hand acknowledgements and fetches to the share
-service (server/share/service.py). Acknowledgements are applied before the fetch and are answered only once
-durable.
+take the share session's context (server/share/context.py: the epoch rules, Kafka's ShareFetchContext), and
+hand acknowledgements and fetches to the share service (server/share/service.py). Acknowledgements are applied
+before the fetch and are answered only once durable.
 
 Version notes: v1 is what librdkafka 2.16 sends; v2 (Java 4.3) adds ShareAcquireMode (read but treated as
 batch_optimized: the record budget is applied per record either way) and IsRenewAck (RENEW acknowledgements;
@@ -19,9 +19,13 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import share_acknowledge as sa
 from groupcoord.protocol.messages import share_fetch as sf
+from groupcoord.server.apis import authz_share
+from groupcoord.server.apis.declaration import Api
+from groupcoord.server.share.context import SessionRefused, acknowledge_context, fetch_context
 from groupcoord.server.share.partition import AckBatch
 from groupcoord.server.share.service import Fetched
 from groupcoord.server.share.sessions import Key
@@ -125,24 +129,12 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
     wanted = [((t.topic_id.hex, p.partition_index), p) for t in req.topics for p in t.partitions]
     forgotten = [(t.topic_id.hex, p) for t in req.forgotten_topics_data for p in t.partitions]
     has_acks = any(p.acknowledgement_batches for _, p in wanted)
-    sessions = service.sessions
-    if epoch == 0:
-        if has_acks:
-            return _fetch_error(
-                E.INVALID_REQUEST, "Acknowledgements are not allowed at share session epoch 0", lock_ms
-            )
-        # a replaced session's records are not released (Kafka): the member still owns them
-        session, _ = sessions.open(group_id, member_id, ctx.conn, [k for k, _ in wanted])
-        if session is None:
-            return _fetch_error(E.SHARE_SESSION_LIMIT_REACHED, "Too many share sessions", lock_ms)
-        full = True
-    else:
-        err, session = sessions.get(group_id, member_id, epoch)
-        if session is None:
-            return _fetch_error(ErrorCode(err), "Share session error", lock_ms)
-        full = False
-        if epoch != -1:
-            sessions.advance(session, [k for k, _ in wanted], forgotten)
+    context = fetch_context(
+        service.sessions, group_id, member_id, ctx.conn, epoch, [k for k, _ in wanted], forgotten, has_acks
+    )
+    if isinstance(context, SessionRefused):
+        return _fetch_error(context.error, context.message, lock_ms)
+    session, full = context.session, context.full
     resolved = _Resolved(ctx)
     partition_errors: dict[Key, int] = {}
     ack_results: dict[Key, tuple[int, str | None]] = {}
@@ -163,9 +155,8 @@ async def _share_fetch(ctx: RequestContext, req: sf.ShareFetchRequest) -> sf.Sha
     if acks:
         ack_results.update(await service.acknowledge(group_id, member_id, acks, renew))
     fetched: dict[Key, Fetched] = {}
-    if epoch == -1:
-        sessions.close(session)
-        service.release(group_id, member_id, list(session.partitions))
+    if context.final:
+        service.release(group_id, member_id, context.close())
     elif not renew:
         parts = []
         for k in session.partitions:
@@ -243,13 +234,9 @@ async def _share_acknowledge(
     if not _valid_member(member_id) or not group_id:
         return error(E.INVALID_REQUEST, "Invalid member id or group id")
     assert member_id is not None
-    if epoch == 0:
-        return error(E.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a share session")
-    err, session = service.sessions.get(group_id, member_id, epoch)
-    if session is None:
-        return error(ErrorCode(err), "Share session error")
-    if epoch != -1:
-        service.sessions.advance(session)
+    context = acknowledge_context(service.sessions, group_id, member_id, epoch)
+    if isinstance(context, SessionRefused):
+        return error(context.error, context.message)
     renew = ctx.version >= 2 and req.is_renew_ack
     resolved = _Resolved(ctx)
     results: dict[Key, tuple[int, str | None]] = {}
@@ -268,9 +255,8 @@ async def _share_acknowledge(
                 acks[k] = batches
     if acks:
         results.update(await service.acknowledge(group_id, member_id, acks, renew))
-    if epoch == -1:
-        service.sessions.close(session)
-        service.release(group_id, member_id, list(session.partitions))
+    if context.final:
+        service.release(group_id, member_id, context.close())
     by_topic: dict[str, list[sa.ShareAcknowledgePartitionData]] = {}
     leaders = _Leaders(ctx, resolved)
     for k, (code, msg) in results.items():
@@ -287,3 +273,15 @@ async def _share_acknowledge(
         ),
         node_endpoints=tuple(leaders.endpoints.values()),
     )
+
+
+# named by group but served by the share partitions' leaders (KIP-932), not routed to a group's shard
+APIS = (
+    Api(key=ApiKey.SHARE_FETCH, handler=share_fetch, check=authz_share.share_fetch, feature="share"),
+    Api(
+        key=ApiKey.SHARE_ACKNOWLEDGE,
+        handler=share_acknowledge,
+        check=authz_share.share_acknowledge,
+        feature="share",
+    ),
+)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import share_group_describe as sgd
 from groupcoord.protocol.messages.share_group_heartbeat import (
@@ -20,6 +21,8 @@ from groupcoord.protocol.messages.share_group_heartbeat import (
     ShareGroupHeartbeatResponse,
     ShareTopicPartitions,
 )
+from groupcoord.server.apis import authz_share, loading
+from groupcoord.server.apis.declaration import Api, by_group_id, by_group_ids
 from groupcoord.server.coordinator.modern.share.group import ShareHeartbeatRequest, ShareHeartbeatResult
 from groupcoord.server.net.dispatch import then
 
@@ -117,3 +120,23 @@ def share_group_describe(
             )
         )
     return sgd.ShareGroupDescribeResponse(groups=tuple(groups))
+
+
+APIS = (
+    Api(
+        key=ApiKey.SHARE_GROUP_HEARTBEAT,
+        handler=share_group_heartbeat,
+        check=authz_share.share_group_heartbeat,
+        groups=by_group_id,
+        while_loading=loading.share_group_heartbeat,
+        feature="share",
+    ),
+    Api(
+        key=ApiKey.SHARE_GROUP_DESCRIBE,
+        handler=share_group_describe,
+        check=authz_share.share_group_describe,
+        groups=by_group_ids,
+        while_loading=loading.share_group_describe,
+        feature="share",
+    ),
+)

@@ -19,10 +19,13 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import alter_share_group_offsets as asgo
 from groupcoord.protocol.messages import delete_share_group_offsets as dsgo
 from groupcoord.protocol.messages import describe_share_group_offsets as dsgof
+from groupcoord.server.apis import authz_share, loading
+from groupcoord.server.apis.declaration import Api, by_group_id
 from groupcoord.server.coordinator.modern.share.offsets import UNKNOWN_TOPIC_MESSAGE, ShareOffsetsDecision
 
 if TYPE_CHECKING:
@@ -250,3 +253,31 @@ async def _delete(
             )
         )
     return dsgo.DeleteShareGroupOffsetsResponse(responses=tuple(out))
+
+
+APIS = (
+    Api(
+        key=ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        handler=describe_share_group_offsets,
+        check=authz_share.describe_share_group_offsets,
+        groups=lambda version, req: tuple(g.group_id for g in req.groups),
+        while_loading=loading.describe_share_group_offsets,
+        feature="share",
+    ),
+    Api(
+        key=ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        handler=alter_share_group_offsets,
+        check=authz_share.alter_share_group_offsets,
+        groups=by_group_id,
+        while_loading=loading.alter_share_group_offsets,
+        feature="share",
+    ),
+    Api(
+        key=ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+        handler=delete_share_group_offsets,
+        check=authz_share.delete_share_group_offsets,
+        groups=by_group_id,
+        while_loading=loading.delete_share_group_offsets,
+        feature="share",
+    ),
+)

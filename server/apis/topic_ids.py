@@ -9,7 +9,7 @@ name (offsets are stored by name, as Kafka stores them):
 - the answer names each topic by the id it was asked with; an all-topics OffsetFetch gets each committed
   topic's current id, and leaves out a topic that no longer exists (it has no id to write).
 
-The wrapper sits outside the ACL check (authz.py) so that an unknown id is answered UNKNOWN_TOPIC_ID before
+The wrapper sits outside the ACL check (authz.py; the declarations' `before_check`) so that an unknown id is answered UNKNOWN_TOPIC_ID before
 any TOPIC_AUTHORIZATION_FAILED, as in Kafka; the group's own ACL still comes first (a commit to a group the
 principal may not READ is GROUP_AUTHORIZATION_FAILED for every topic; OffsetFetch's group error drops the
 unknown-id answers with the rest).
@@ -21,7 +21,6 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import offset_commit as oc
 from groupcoord.protocol.messages import offset_fetch as of
@@ -144,14 +143,3 @@ def offset_fetch(handler: Handler) -> Handler:
         return then(handler(ctx, replace(req, groups=tuple(groups))), back)
 
     return by_id
-
-
-WRAPPERS: dict[ApiKey, Callable[[Handler], Handler]] = {
-    ApiKey.OFFSET_COMMIT: offset_commit,
-    ApiKey.OFFSET_FETCH: offset_fetch,
-}
-
-
-def wrap(handlers: dict[ApiKey, Handler]) -> dict[ApiKey, Handler]:
-    """`handlers` with the v10 topic-id resolution in front of OffsetCommit and OffsetFetch."""
-    return {k: (WRAPPERS[k](h) if k in WRAPPERS else h) for k, h in handlers.items()}

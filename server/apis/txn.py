@@ -25,6 +25,7 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from groupcoord.protocol.api import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import add_offsets_to_txn as ao
 from groupcoord.protocol.messages import add_partitions_to_txn as ap
@@ -32,7 +33,9 @@ from groupcoord.protocol.messages import describe_transactions as dtx
 from groupcoord.protocol.messages import end_txn as et
 from groupcoord.protocol.messages import list_transactions as ltx
 from groupcoord.protocol.messages import txn_offset_commit as tc
+from groupcoord.server.apis import authz_txn
 from groupcoord.server.apis.commit_plan import plan_commit
+from groupcoord.server.apis.declaration import Api, by_transactional_id
 from groupcoord.server.apis.txn_routing import txn_status
 from groupcoord.server.coordinator import types as m
 from groupcoord.server.net.dispatch import Mapped, then
@@ -193,6 +196,10 @@ def txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest) -> An
 
 
 def _txn_offset_commit(ctx: RequestContext, req: tc.TxnOffsetCommitRequest, producer_error: ErrorCode) -> Any:
+    if producer_error == E.INVALID_TXN_STATE and ctx.version >= 4:
+        # Kafka's transaction verification (AddPartitionsToTxnManager): a group not in the transaction is
+        # TRANSACTION_ABORTABLE (120) to v4+ (clients that handle it), INVALID_TXN_STATE to older ones
+        producer_error = E.TRANSACTION_ABORTABLE
     plan = plan_commit(
         req.topics,
         ctx.services.topics.has_partition,
@@ -301,3 +308,41 @@ def list_transactions(ctx: RequestContext, req: ltx.ListTransactionsRequest) -> 
             for t in listed
         ),
     )
+
+
+def _added_txn_ids(version: int, req: ap.AddPartitionsToTxnRequest) -> tuple[str, ...]:
+    if version < 4:
+        return (req.v3_and_below_transactional_id,)
+    return tuple(t.transactional_id for t in req.transactions)
+
+
+# each handler answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS per transactional id (txn_routing.py);
+# TxnOffsetCommit also asks for its group's shard (txn_offset_commit)
+APIS = (
+    Api(
+        key=ApiKey.ADD_PARTITIONS_TO_TXN,
+        handler=add_partitions_to_txn,
+        check=authz_txn.add_partitions_to_txn,
+        txn_ids=_added_txn_ids,
+    ),
+    Api(
+        key=ApiKey.ADD_OFFSETS_TO_TXN,
+        handler=add_offsets_to_txn,
+        check=authz_txn.add_offsets_to_txn,
+        txn_ids=by_transactional_id,
+    ),
+    Api(key=ApiKey.END_TXN, handler=end_txn, check=authz_txn.end_txn, txn_ids=by_transactional_id),
+    Api(
+        key=ApiKey.TXN_OFFSET_COMMIT,
+        handler=txn_offset_commit,
+        check=authz_txn.txn_offset_commit,
+        txn_ids=by_transactional_id,
+    ),
+    Api(
+        key=ApiKey.DESCRIBE_TRANSACTIONS,
+        handler=describe_transactions,
+        check=authz_txn.describe_transactions,
+        txn_ids=lambda version, req: tuple(req.transactional_ids),
+    ),
+    Api(key=ApiKey.LIST_TRANSACTIONS, handler=list_transactions, check=authz_txn.list_transactions),
+)

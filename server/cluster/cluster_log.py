@@ -120,9 +120,14 @@ def _drop_below_start(plog: PartitionLog) -> None:
 class ClusterLog(ClusterTopics):
     """The handlers' `LogManager` in cluster mode; see the module docstring."""
 
-    def __init__(self, url: str, node_id: int, *, pool_size: int = 8) -> None:
+    def __init__(
+        self, url: str, node_id: int, *, pool_size: int = 8, server_settings: dict[str, str] | None = None
+    ) -> None:
         super().__init__(None, storage="memory", maintenance=MaintenanceConfig(cleaner_enable=False))
         self.url = url
+        #: every session's startup settings (storage/pg_liveness.py: a silent leader's transaction ends
+        #: before its partition leases can expire)
+        self.server_settings = dict(server_settings or {})
         self.pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self.node_id = node_id
@@ -144,7 +149,11 @@ class ClusterLog(ClusterTopics):
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(
-                self.url, min_size=1, max_size=self.pool_size, command_timeout=30
+                self.url,
+                min_size=1,
+                max_size=self.pool_size,
+                command_timeout=30,
+                server_settings=self.server_settings or None,
             )
             async with self.pool.acquire() as conn:
                 await self._refresh(conn)

@@ -26,9 +26,14 @@ import asyncpg
 class ClusterGroupConfigs:
     """The `group_configs` table: group id -> its overrides (config name -> value)."""
 
-    def __init__(self, pool: Callable[[], asyncpg.Pool]) -> None:
+    def __init__(
+        self, pool: Callable[[], asyncpg.Pool], table: str = "group_configs", key: str = "group_id"
+    ) -> None:
         #: the state store's pool (a callable: the store opens it after this is made)
         self._pool = pool
+        #: the table and its key column: `group_configs` (group_id), or `client_metrics_configs` (name) for
+        #: the CLIENT_METRICS subscriptions, kept the same way (constants, never from a request)
+        self._table, self._key = table, key
         #: told every group's overrides after each read of the table (the broker's ConfigManager adopts them)
         self.on_groups: Callable[[dict[str, dict[str, str]]], None] = lambda groups: None
         #: writes begun here: a table read that overlapped one is not handed on (it may predate the write,
@@ -47,23 +52,23 @@ class ClusterGroupConfigs:
             try:
                 async with self._pool().acquire() as conn, conn.transaction():
                     row = await conn.fetchval(
-                        "SELECT configs FROM group_configs WHERE group_id = $1 FOR UPDATE", group_id
+                        f"SELECT configs FROM {self._table} WHERE {self._key} = $1 FOR UPDATE", group_id
                     )
                     current = {} if row is None else {str(k): str(v) for k, v in json.loads(row).items()}
                     wanted = decide(current)
                     if wanted is None:
                         return None
                     if not wanted:
-                        await conn.execute("DELETE FROM group_configs WHERE group_id = $1", group_id)
+                        await conn.execute(f"DELETE FROM {self._table} WHERE {self._key} = $1", group_id)
                     elif row is None:
                         await conn.execute(
-                            "INSERT INTO group_configs (group_id, configs) VALUES ($1, $2)",
+                            f"INSERT INTO {self._table} ({self._key}, configs) VALUES ($1, $2)",
                             group_id,
                             json.dumps(dict(sorted(wanted.items()))),
                         )
                     else:
                         await conn.execute(
-                            "UPDATE group_configs SET configs = $2 WHERE group_id = $1",
+                            f"UPDATE {self._table} SET configs = $2 WHERE {self._key} = $1",
                             group_id,
                             json.dumps(dict(sorted(wanted.items()))),
                         )
@@ -71,13 +76,13 @@ class ClusterGroupConfigs:
             except asyncpg.UniqueViolationError:
                 continue  # another node inserted the group's first row meanwhile: read it and decide again
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-                raise OSError(errno.EIO, f"the cluster's group configs: {e}") from e
+                raise OSError(errno.EIO, f"the cluster's {self._table}: {e}") from e
         raise OSError(errno.EIO, "the cluster's group configs: the group's row kept changing")
 
     async def refresh(self, conn: asyncpg.Connection) -> None:
         """Read every group's overrides and hand them on (a lease tick's connection)."""
         writes = self._writes
-        rows = await conn.fetch("SELECT group_id, configs FROM group_configs")
+        rows = await conn.fetch(f"SELECT {self._key}, configs FROM {self._table}")
         if writes != self._writes:
             return
         groups = {r[0]: {str(k): str(v) for k, v in json.loads(r[1]).items()} for r in rows}

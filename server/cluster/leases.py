@@ -13,12 +13,16 @@ racing for a shard never both win it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 import asyncpg
+import structlog
+
+log = structlog.get_logger("groupcoord.cluster")
 
 #: the advisory-lock class of node ids (`pg_try_advisory_lock(NODE_LOCK, node_id)`); "gcnd"
 NODE_LOCK = 0x67636E64
@@ -84,31 +88,93 @@ async def prepare(conn: asyncpg.Connection, shards: int) -> None:
         )
 
 
-async def claim_node_id(conn: asyncpg.Connection, node_id: int) -> None:
+async def claim_node_id(conn: asyncpg.Connection, node_id: int, ttl_ms: int) -> None:
     """Hold `node_id` for the life of `conn` (a session advisory lock), or raise `NodeIdInUse`.
 
     Why a lock and not `nodes.last_seen`: the lock belongs to the holder's connection, so it is released
-    the moment that process dies (kill -9 closes its sockets) and a restarted node is never refused, while
-    a live one — even one paused by SIGSTOP, whose connection stays open — always refuses a twin."""
-    if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", NODE_LOCK, node_id):
+    the moment that process dies (kill -9 closes its sockets), while a live one — even one paused by
+    SIGSTOP, whose connection stays open — always refuses a twin.
+
+    But a live holder also loses the lock when its connection does (PostgreSQL restarted, the session
+    killed): it takes it again at its next tick (server/cluster/node_claim.py), and only the lock's holder
+    can write the id's heartbeat (`heartbeat_node`). So a free lock with a fresh heartbeat (within the TTL)
+    is ambiguous — a holder that just died, or one about to take it back — and is settled as Kafka settles
+    a broker id registered by a live session: this process lets the lock go and watches the heartbeat; a
+    new one means the holder is alive (refused), none for a whole TTL means it is gone (the id is this
+    process's, a lease TTL after its predecessor's last heartbeat at most)."""
+    if not await _try_lock(conn, node_id):
+        await _refuse(conn, node_id, "")
+    seen = await conn.fetchval(_SEEN_FRESH, node_id, ttl_ms)
+    if seen is None:
         return
-    row = await conn.fetchrow("SELECT host, port, last_seen FROM nodes WHERE node_id = $1", node_id)
-    where = f" (registered at {row[0]}:{row[1]}, last seen {row[2]:%Y-%m-%d %H:%M:%S %Z})" if row else ""
-    raise NodeIdInUse(
-        f"node id {node_id} is already in use by a live node of this cluster{where}: every node needs its"
-        " own --node-id; stop the other process first (its id is freed the moment it exits)"
+    await conn.execute("SELECT pg_advisory_unlock($1::int, $2::int)", NODE_LOCK, node_id)
+    log.info("node id was live a moment ago: waiting for its holder's heartbeat", node=node_id, ttl_ms=ttl_ms)
+    while True:
+        await asyncio.sleep(ttl_ms / 10_000)
+        row = await conn.fetchrow(_SEEN, node_id, ttl_ms)
+        if row is not None and row[0] != seen:
+            await _refuse(conn, node_id, ": its holder heartbeated while this process waited")
+        if row is None or row[1]:  # no heartbeat for a whole TTL: its holder is gone
+            if not await _try_lock(conn, node_id):
+                await _refuse(conn, node_id, "")
+            if await conn.fetchval("SELECT last_seen FROM nodes WHERE node_id = $1", node_id) == seen:
+                return
+            await conn.execute("SELECT pg_advisory_unlock($1::int, $2::int)", NODE_LOCK, node_id)
+            await _refuse(conn, node_id, ": its holder heartbeated while this process waited")
+
+
+_SEEN_FRESH = (
+    "SELECT last_seen FROM nodes WHERE node_id = $1"
+    " AND last_seen > now() - make_interval(secs => $2::float8 / 1000)"
+)
+_SEEN = (
+    "SELECT last_seen, last_seen <= now() - make_interval(secs => $2::float8 / 1000) FROM nodes"
+    " WHERE node_id = $1"
+)
+
+
+def _holds(node_param: str, lock_param: str) -> str:
+    """SQL: true while this session holds the node id's advisory lock (`pg_try_advisory_lock(int, int)` is
+    shown in pg_locks as classid = the first key, objid = the second, objsubid = 2)."""
+    return (
+        f"EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = {lock_param}::int::oid"
+        f" AND objid = {node_param}::int::oid AND objsubid = 2 AND pid = pg_backend_pid() AND granted)"
     )
 
 
-async def heartbeat_node(conn: asyncpg.Connection, node: NodeInfo) -> None:
-    await conn.execute(
-        "INSERT INTO nodes (node_id, host, port, endpoints, last_seen) VALUES ($1, $2, $3, $4, now())"
-        " ON CONFLICT (node_id) DO UPDATE SET host = $2, port = $3, endpoints = $4, last_seen = now()",
+async def _try_lock(conn: asyncpg.Connection, node_id: int) -> bool:
+    return bool(await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", NODE_LOCK, node_id))
+
+
+async def _refuse(conn: asyncpg.Connection, node_id: int, why: str) -> NoReturn:
+    row = await conn.fetchrow("SELECT host, port, last_seen FROM nodes WHERE node_id = $1", node_id)
+    where = f" (registered at {row[0]}:{row[1]}, last seen {row[2]:%Y-%m-%d %H:%M:%S %Z})" if row else ""
+    raise NodeIdInUse(
+        f"node id {node_id} is already in use by a live node of this cluster{where}{why}: every node needs"
+        " its own --node-id; stop the other process first (its id is freed the moment it exits)"
+    )
+
+
+async def holds_node_id(conn: asyncpg.Connection, node_id: int) -> bool:
+    """Whether `conn`'s session holds `node_id`'s lock."""
+    return bool(await conn.fetchval(f"SELECT {_holds('$1', '$2')}", node_id, NODE_LOCK))
+
+
+async def heartbeat_node(conn: asyncpg.Connection, node: NodeInfo) -> bool:
+    """Mark `node` live, on the connection that holds its id; written only while that session holds the
+    id's lock (False: it does not, nothing written), so a process that lost the id never writes as it."""
+    done = await conn.fetchval(
+        "INSERT INTO nodes (node_id, host, port, endpoints, last_seen)"
+        f" SELECT $1, $2, $3, $4, now() WHERE {_holds('$1', '$5')}"
+        " ON CONFLICT (node_id) DO UPDATE SET host = $2, port = $3, endpoints = $4, last_seen = now()"
+        " RETURNING true",
         node.node_id,
         node.host,
         node.port,
         node.endpoints_json(),
+        NODE_LOCK,
     )
+    return bool(done)
 
 
 async def live_nodes(conn: asyncpg.Connection, ttl_ms: int) -> list[NodeInfo]:
@@ -170,8 +236,13 @@ async def release(conn: asyncpg.Connection, node_id: int, held: dict[int, int]) 
 
 
 async def leave(conn: asyncpg.Connection, node_id: int) -> None:
-    """This node stops: it no longer counts as live."""
-    await conn.execute("UPDATE nodes SET last_seen = '-infinity' WHERE node_id = $1", node_id)
+    """This node stops: it no longer counts as live (on the connection holding its id: written only while
+    it does, so a process that lost the id never marks its successor gone)."""
+    await conn.execute(
+        f"UPDATE nodes SET last_seen = '-infinity' WHERE node_id = $1 AND {_holds('$1', '$2')}",
+        node_id,
+        NODE_LOCK,
+    )
 
 
 async def owners(conn: asyncpg.Connection) -> dict[int, NodeInfo]:

@@ -1,8 +1,10 @@
 """`ClusterNode`: this node's share of the shards — leases, takeover, self-fencing, routing answers.
 
-Every `tick` (ttl/10, 500 ms by default) one connection of the store's pool:
+Every `tick` (ttl/10, 500 ms by default), after marking this node live (`nodes.last_seen = now()`) on the
+connection holding its node id (node_claim.py: taken again if that connection was lost; a node whose id
+another process took meanwhile is fenced and renews nothing), one connection of the store's pool:
 
-1. marks this node live (`nodes.last_seen = now()`),
+1. (the node's liveness, above),
 2. renews the leases it holds at the epochs it believes; a shard whose renewal fails is dropped at once,
 3. counts the live nodes and aims at `ceil(shards / live)` shards: takes released or expired ones when it has
    fewer (each taken shard is LOADING until its groups and offsets are replayed, members' session timers
@@ -35,6 +37,7 @@ import structlog
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.cluster import leases
 from groupcoord.server.cluster.leases import NodeInfo
+from groupcoord.server.cluster.node_claim import ClaimTaken, NodeClaim
 from groupcoord.server.cluster.partitions import PartitionLeases
 from groupcoord.server.coordinator.records import TxnRecord
 from groupcoord.server.coordinator.shard import GroupCoordinatorShard
@@ -87,7 +90,8 @@ class ClusterNode:
         self._loads: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.takeovers = 0  # shards loaded since start (tests, metrics)
-        self._claim: asyncpg.Connection | None = None  # holds this node id (leases.claim_node_id)
+        #: this process's hold on its node id, kept across lost connections (node_claim.py)
+        self.claim = NodeClaim(store.url, node.node_id, lease_ttl_ms, store.server_settings)
         #: the transaction coordinator's side of a shard move (the broker wires server/txn here): the
         #: transactional ids' records of shards taken, and the shards given up
         self.on_txns_loaded: Callable[[list[TxnRecord]], None] = lambda records: None
@@ -148,13 +152,7 @@ class ClusterNode:
 
     async def start(self) -> None:
         """Claim the node id (refused when a live process holds it), then take this node's share."""
-        claim = await asyncpg.connect(self.store.url)
-        try:
-            await leases.claim_node_id(claim, self.node_id)
-        except BaseException:
-            await claim.close()
-            raise
-        self._claim = claim
+        await self.claim.take()
         async with self.store.pool.acquire() as conn:
             await leases.prepare(conn, self.shards)
         await self._tick_bounded()
@@ -169,6 +167,8 @@ class ClusterNode:
     async def _tick_bounded(self) -> None:
         try:
             await asyncio.wait_for(self._tick(), self.ttl_ms / 3000)
+        except ClaimTaken:
+            pass  # fenced (logged once by the claim): nothing renewed, so everything held is dropped below
         except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             log.warning("lease tick failed", node=self.node_id, error=repr(e))
         except Exception:
@@ -184,8 +184,8 @@ class ClusterNode:
     async def _tick(self) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
+        await self.claim.heartbeat(self.node)  # ClaimTaken: another process holds this id (fenced)
         async with self.store.pool.acquire() as conn:
-            await leases.heartbeat_node(conn, self.node)
             renewed = await leases.renew(conn, self.node_id, self.held, self.ttl_ms)
             lost = set(self.held) - set(renewed)
             if lost:
@@ -254,7 +254,13 @@ class ClusterNode:
             self.runtime.apply_unowned(effects)
         self.loading -= shards
         self.takeovers += len(still)
-        log.info("shards loaded", shards=sorted(still), groups=len(group_ids), ms=self.now_ms() - started)
+        log.info(
+            "shards loaded",
+            shards=sorted(still),
+            epochs=[self.held[s] for s in sorted(still)],  # the lease epochs (a checker's split-brain key)
+            groups=len(group_ids),
+            ms=self.now_ms() - started,
+        )
 
     def _drop(self, shards: Iterable[int]) -> None:
         """Stop serving `shards` now: their groups are unloaded (parked requests get NOT_COORDINATOR)."""
@@ -273,7 +279,7 @@ class ClusterNode:
 
     async def stop(self) -> None:
         """Planned handover: drop everything, let writes finish, release the leases, leave."""
-        if self._claim is None:  # never started (a refused duplicate id): nothing here is ours to release
+        if not self.claim.started:  # a refused duplicate id: nothing here is ours to release
             return
         self._stopping = True
         if self._task is not None:
@@ -290,11 +296,7 @@ class ClusterNode:
                 if self.partitions is not None:
                     await self.partitions.stop(conn)
                 await leases.release(conn, self.node_id, held)
-                await leases.leave(conn, self.node_id)
         except Exception as e:
             log.warning("releasing the leases failed; they expire by themselves", error=repr(e))
-        if self._claim is not None:
-            claim, self._claim = self._claim, None
-            with contextlib.suppress(Exception):
-                await claim.close()
+        await self.claim.leave()
         log.info("cluster node stopped: shards released", shards=len(held))

@@ -229,7 +229,7 @@ class ClusterShareState:
     async def _listen(self) -> None:
         while not self._closed:
             try:
-                conn = await asyncpg.connect(self.url)
+                conn = await asyncpg.connect(self.url, server_settings=self.logs.server_settings or None)
                 self._listener = conn
                 await conn.add_listener(CHANNEL, self._notified)
                 self.listening = True

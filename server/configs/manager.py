@@ -177,6 +177,8 @@ class ConfigManager:
         #: cluster mode: group overrides are the cluster's (PostgreSQL, server/cluster/group_configs.py);
         #: `update_group` changes them there, `adopt_groups` takes the table's at every lease tick
         self.shared_groups: SharedGroupConfigs | None = None
+        #: cluster mode: client metrics subscriptions are the cluster's likewise (same protocol, its own table)
+        self.shared_client_metrics: SharedGroupConfigs | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -305,6 +307,35 @@ class ConfigManager:
             self.state.groups.pop(group_id, None)
         if self.on_group_changed is not None:
             self.on_group_changed(group_id, dict(overrides))
+
+    def client_metrics_overrides(self, name: str) -> dict[str, str]:
+        return dict(self.state.client_metrics.get(name, {}))
+
+    async def update_client_metrics(self, name: str, decide: Decide) -> None:
+        """A change of a client metrics subscription (CLIENT_METRICS resource): as `update_group`, `decide`
+        names the new configs (None: no change; empty: the subscription goes). In cluster mode they are the
+        cluster's (`shared_client_metrics`, one transaction). OSError on a failed write."""
+        if self.shared_client_metrics is not None:
+            wanted = await self.shared_client_metrics.update(name, decide)
+            if wanted is not None:
+                self._set_client_metrics(name, wanted)
+            return
+        wanted = decide(self.client_metrics_overrides(name))
+        if wanted is None:
+            return
+        before = dataclasses.replace(self.state, client_metrics=dict(self.state.client_metrics))
+        self._set_client_metrics(name, wanted)
+        await self._persist(before)
+
+    def adopt_client_metrics(self, subscriptions: Mapping[str, Mapping[str, str]]) -> None:
+        """Cluster mode: the cluster's subscriptions replace this node's."""
+        self.state.client_metrics = {n: dict(c) for n, c in subscriptions.items() if c}
+
+    def _set_client_metrics(self, name: str, configs: Mapping[str, str]) -> None:
+        if configs:
+            self.state.client_metrics[name] = dict(configs)
+        else:
+            self.state.client_metrics.pop(name, None)
 
     def forget_topic(self, name: str) -> None:
         """A deleted topic's overrides go with it at the next write (ids keep them from being reused)."""

@@ -26,6 +26,9 @@ class StoredConfigs:
     topics: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
     #: group id -> its group configs (IncrementalAlterConfigs on GROUP resources; server/configs/group_defs.py)
     groups: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: subscription name -> its client metrics configs (CLIENT_METRICS resources, KIP-714;
+    #: server/configs/client_metrics_defs.py)
+    client_metrics: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def load(path: Path | None) -> StoredConfigs:
@@ -41,6 +44,10 @@ def load(path: Path | None) -> StoredConfigs:
             for name, t in raw.get("topics", {}).items()
         },
         groups={str(g): {str(k): str(v) for k, v in cfg.items()} for g, cfg in raw.get("groups", {}).items()},
+        client_metrics={
+            str(n): {str(k): str(v) for k, v in cfg.items()}
+            for n, cfg in raw.get("client_metrics", {}).items()
+        },
     )
 
 
@@ -52,6 +59,8 @@ def save(path: Path, state: StoredConfigs) -> None:
     }
     if state.groups:  # absent when empty: older versions read the file unchanged
         doc["groups"] = state.groups
+    if state.client_metrics:  # likewise
+        doc["client_metrics"] = state.client_metrics
     tmp = path.with_suffix(".json.tmp")
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)

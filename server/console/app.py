@@ -30,6 +30,7 @@ STATIC = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 JSON = "application/json"
 
@@ -94,6 +95,13 @@ class Console:
         path = url.path
         if path in ("/ui", "/ui/"):
             return "200 OK", STATIC["index.html"], self._files["index.html"], ["Cache-Control: no-cache"]
+        if path == "/favicon.ico":  # asked by browsers (and tools) at the root whatever the page names
+            return (
+                "200 OK",
+                STATIC["favicon.svg"],
+                self._files["favicon.svg"],
+                ["Cache-Control: max-age=86400"],
+            )
         if path.startswith("/ui/static/"):
             name = path[len("/ui/static/") :]
             if name in self._files:
@@ -124,6 +132,10 @@ class Console:
         else:
             data = build()
             if data is None:
+                if query.get("soft") == ["1"]:
+                    # the page's own ask: a stale link to a group that is gone is an answer (null), not a
+                    # failed load in the browser's console; tools get their 404
+                    return "200 OK", JSON, b"null", ["Cache-Control: no-store"]
                 return "404 Not Found", JSON, b'{"error": "no such group"}', []
             body = json.dumps(data, separators=(",", ":")).encode()
             self.builds += 1

@@ -24,6 +24,19 @@ CLOSING = ("Stable", "Empty")
 STASH_MS = 60_000
 
 
+def _start_generation(to: object, generation: object, before: int | None) -> int:
+    """The generation a rebalance starts from. A classic group's PreparingRebalance still carries the old one;
+    a consumer group's Assigning (or Reconciling) is journaled after its epoch was bumped, so the one it starts
+    from is the generation of the group's state_change before it, or (none seen: a new group, whose first
+    bump is from 0) one less: KIP-848 bumps the group epoch by one."""
+    gen = generation if isinstance(generation, int) else 0
+    if to == "PreparingRebalance":
+        return gen
+    if before is not None:
+        return before
+    return max(0, gen - 1)
+
+
 @dataclass(slots=True)
 class Rebalance:
     """One row of a group's timeline."""
@@ -67,6 +80,8 @@ class GroupTimeline:
     stash_left: list[dict[str, Any]] = field(default_factory=list)
     stash_ms: int = 0
     deleted_ms: int | None = None
+    #: the generation the group's last `state_change` carried: where the next rebalance starts from
+    generation: int | None = None
 
     def last(self) -> Rebalance | None:
         if self.open is not None:
@@ -152,8 +167,9 @@ class RebalanceTimeline:
     def _state_change(self, tl: GroupTimeline, ts: int, ev: dict[str, Any]) -> None:
         to = ev.get("state_to")
         generation = ev.get("generation")
+        before, tl.generation = tl.generation, generation if isinstance(generation, int) else tl.generation
         if to in OPENING and tl.open is None:
-            tl.open = Rebalance(ts, ev.get("reason"), int(generation or 0))
+            tl.open = Rebalance(ts, ev.get("reason"), _start_generation(to, generation, before))
             if ts - tl.stash_ms <= STASH_MS:
                 tl.open.joined.extend(tl.stash_joined)
                 tl.open.left.extend(tl.stash_left)

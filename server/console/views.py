@@ -173,6 +173,7 @@ def _share_page(src: ConsoleSource, sg: ShareGroup, visible: Visible) -> tuple[l
             "member_id": m.member_id,
             "client_id": m.client_id,
             "host": m.client_host,
+            "rack_id": m.rack_id,
             "group_instance_id": None,
             "session_timeout_ms": None,
             "rebalance_timeout_ms": None,
@@ -185,15 +186,14 @@ def _share_page(src: ConsoleSource, sg: ShareGroup, visible: Visible) -> tuple[l
         }
         for m in sg.members.values()
     ]
-    owners: dict[str, list[str]] = {}
+    owners: dict[str, list[dict[str, Any]]] = {}
     for m in members:
         for tp in m["assignment"]:
-            owners.setdefault(tp, []).append(m["member_id"])
+            owners.setdefault(tp, []).append(m)
     partitions = []
-    share = src.share
-    for (gid, topic_id, index), sp in sorted((share.partitions if share else {}).items()):
+    for topic_id, index, sp in _share_partitions(src).get(sg.group_id, []):
         name = _topic_name(src.logs, topic_id)
-        if gid != sg.group_id or not visible("topic", name):
+        if not visible("topic", name):
             continue
         end = _log_end(src.logs, name, index)
         counts: Counter[str] = Counter(_SHARE_STATES.get(r.state, str(r.state)) for r in sp.window.values())
@@ -206,10 +206,38 @@ def _share_page(src: ConsoleSource, sg: ShareGroup, visible: Visible) -> tuple[l
                 "log_end": end,
                 "lag": None if end is None or sp.start < 0 else max(0, end - sp.start),
                 "in_flight": dict(counts),
-                "owner": ", ".join(owners.get(f"{name}-{index}", [])) or None,
+                "owner": ", ".join(_label(m) for m in owners.get(f"{name}-{index}", [])) or None,
+                "owner_member_id": ", ".join(m["member_id"] for m in owners.get(f"{name}-{index}", []))
+                or None,
             }
         )
     return members, partitions
+
+
+def _label(m: dict[str, Any]) -> str:
+    """How a user knows a member: its client id (and static instance id); the member id only without one."""
+    name = m.get("client_id") or m["member_id"]
+    return f"{name} ({m['group_instance_id']})" if m.get("group_instance_id") else name
+
+
+def _share_partitions(src: ConsoleSource) -> dict[str, list[tuple[str, int, Any]]]:
+    """The share service's partitions by group: (topic id, partition, SharePartition), sorted."""
+    out: dict[str, list[tuple[str, int, Any]]] = {}
+    share = src.share
+    for (gid, topic_id, index), sp in sorted((share.partitions if share else {}).items()):
+        out.setdefault(gid, []).append((topic_id, index, sp))
+    return out
+
+
+def _share_lag(src: ConsoleSource, parts: list[tuple[str, int, Any]]) -> int | None:
+    """A share group's lag as its page sums it: records from each share partition's start to the log end."""
+    total, known = 0, False
+    for topic_id, index, sp in parts:
+        end = _log_end(src.logs, _topic_name(src.logs, topic_id), index)
+        if end is not None and sp.start >= 0:
+            total += max(0, end - sp.start)
+            known = True
+    return total if known else None
 
 
 def _names(logs: LogManager | None, assignment: Assignment) -> list[str]:
@@ -305,15 +333,17 @@ def groups(src: ConsoleSource, timeline: RebalanceTimeline, visible: Visible = e
     machine = src.machine
     rows = []
     if machine is not None:
+        share_parts = _share_partitions(src)
         for gid in sorted(group_ids(machine)):
             summary = _summary(machine, gid)
             if summary is None or not visible("group", gid):
                 continue
+            share = summary["type"] == "share"
             rows.append(
                 {
                     "group_id": gid,
                     **summary,
-                    "lag": _lag_total(src, gid),
+                    "lag": _share_lag(src, share_parts.get(gid, [])) if share else _lag_total(src, gid),
                     "rebalances": timeline.count(gid),
                     "last_rebalance": timeline.last(gid),
                 }
@@ -351,13 +381,17 @@ def group(
     if g is None and cg is None and not committed:
         return None
     members = []
-    owner: dict[str, str] = {}
+    owner: dict[str, dict[str, Any]] = {}
     topics: set[str] = {t for t, _ in committed}
     if g is not None:
         for m in g.members.values():
             parts = _assigned(m)
             for tp in parts:
-                owner[tp] = m.member_id
+                owner[tp] = {
+                    "member_id": m.member_id,
+                    "client_id": m.client_id,
+                    "group_instance_id": m.group_instance_id,
+                }
             subscribed = _subscribed(m, g.protocol_name)
             topics.update(subscribed)
             topics.update(tp.rsplit("-", 1)[0] for tp in parts)
@@ -378,7 +412,7 @@ def group(
         members = _consumer_members(src, cg)
         for m in members:
             for tp in m["assignment"]:
-                owner[tp] = m["member_id"]
+                owner[tp] = m
             topics.update(m["subscription"])
     members.sort(key=lambda m: (m["client_id"], m["member_id"]))
     partitions = []
@@ -397,7 +431,8 @@ def group(
                     "committed": c,
                     "log_end": end,
                     "lag": None if c is None or end is None else max(0, end - c),
-                    "owner": owner.get(f"{topic}-{p}"),
+                    "owner": None if (o := owner.get(f"{topic}-{p}")) is None else _label(o),
+                    "owner_member_id": None if o is None else o["member_id"],
                 }
             )
     pending = []

@@ -41,6 +41,7 @@ from groupcoord.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
+from groupcoord.server.apis import catalog
 from groupcoord.server.net.dispatch import PASS, Pending
 
 if TYPE_CHECKING:
@@ -92,20 +93,9 @@ class FaultSpec(TypedDict, total=False):
     drop_response: bool
 
 
-# the APIs a client sends to its group coordinator: what "the coordinator is unavailable" applies to
-COORDINATOR_APIS = (
-    ApiKey.FIND_COORDINATOR,
-    ApiKey.JOIN_GROUP,
-    ApiKey.SYNC_GROUP,
-    ApiKey.HEARTBEAT,
-    ApiKey.LEAVE_GROUP,
-    ApiKey.OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH,
-    ApiKey.DESCRIBE_GROUPS,
-    ApiKey.DELETE_GROUPS,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT,  # KIP-848 consumers
-    ApiKey.CONSUMER_GROUP_DESCRIBE,
-)
+#: the APIs a client sends to its group coordinator (declared `coordinator=True` beside their handlers): what
+#: "the coordinator is unavailable" applies to
+COORDINATOR_APIS = catalog.coordinator_apis()
 
 
 def api_key_of(name: str | int) -> int:

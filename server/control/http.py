@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import structlog
@@ -72,35 +73,36 @@ _REASONS = {
 }
 _LONG_POLL_MAX_MS = 60_000
 
-# Every route: (method, path with "*" for one free segment, accepted body fields, accepted query fields). A
-# path that matches with another method is a 405; a field outside these is a 400 naming it.
+# Every route: (method, path with "*" for one free segment, accepted body fields, accepted query fields, the
+# `ControlHttp` method that serves it with the path's free segments). A path that matches with another method
+# is a 405; a field outside these is a 400 naming it.
 _FAULT_FIELDS = frozenset(FaultSpec.__annotations__) | {"apis", "api"}
-_ROUTES: tuple[tuple[str, tuple[str, ...], frozenset[str], frozenset[str]], ...] = tuple(
-    (method, tuple(path.strip("/").split("/")), frozenset(body), frozenset(query))
-    for method, path, body, query in (
-        ("GET", "/v1/clock", (), ()),
-        ("POST", "/v1/clock/advance", ("ms",), ()),
-        ("GET", "/v1/groups", (), ()),
-        ("GET", "/v1/groups/*", (), ()),
-        ("GET", "/v1/groups/*/wait", (), ("state", "members", "generation", "timeout_ms")),
-        ("POST", "/v1/groups/*/members/*/expire", (), ()),
-        ("POST", "/v1/groups/*/rebalance", ("reason",), ()),
-        ("POST", "/v1/groups/*/events", (), ()),
-        ("GET", "/v1/events/*", (), ("timeout_ms",)),
-        ("DELETE", "/v1/events/*", (), ()),
-        ("POST", "/v1/faults", _FAULT_FIELDS, ()),
-        ("GET", "/v1/faults", (), ()),
-        ("DELETE", "/v1/faults", (), ()),
-        ("GET", "/v1/faults/*", (), ()),
-        ("DELETE", "/v1/faults/*", (), ()),
-        ("POST", "/v1/faults/*/release", (), ()),
-        ("GET", "/v1/versions", (), ()),
-        ("POST", "/v1/versions", ("api", "max_version"), ()),
-        ("DELETE", "/v1/versions", (), ()),
-        ("POST", "/v1/coordinator/unavailable", ("for_ms", "error", "group"), ()),
-        ("POST", "/v1/recording", ("on",), ()),
-        ("GET", "/v1/requests", (), ("api", "group")),
-        ("DELETE", "/v1/requests", (), ()),
+_ROUTES: tuple[tuple[str, tuple[str, ...], frozenset[str], frozenset[str], str], ...] = tuple(
+    (method, tuple(path.strip("/").split("/")), frozenset(body), frozenset(query), serve)
+    for method, path, body, query, serve in (
+        ("GET", "/v1/clock", (), (), "get_clock"),
+        ("POST", "/v1/clock/advance", ("ms",), (), "advance_clock"),
+        ("GET", "/v1/groups", (), (), "list_groups"),
+        ("GET", "/v1/groups/*", (), (), "describe_group"),
+        ("GET", "/v1/groups/*/wait", (), ("state", "members", "generation", "timeout_ms"), "wait_group"),
+        ("POST", "/v1/groups/*/members/*/expire", (), (), "expire_member"),
+        ("POST", "/v1/groups/*/rebalance", ("reason",), (), "force_rebalance"),
+        ("POST", "/v1/groups/*/events", (), (), "subscribe_events"),
+        ("GET", "/v1/events/*", (), ("timeout_ms",), "poll_events"),
+        ("DELETE", "/v1/events/*", (), (), "unsubscribe_events"),
+        ("POST", "/v1/faults", _FAULT_FIELDS, (), "add_fault"),
+        ("GET", "/v1/faults", (), (), "list_faults"),
+        ("DELETE", "/v1/faults", (), (), "clear_faults"),
+        ("GET", "/v1/faults/*", (), (), "get_fault"),
+        ("DELETE", "/v1/faults/*", (), (), "remove_fault"),
+        ("POST", "/v1/faults/*/release", (), (), "release_fault"),
+        ("GET", "/v1/versions", (), (), "get_versions"),
+        ("POST", "/v1/versions", ("api", "max_version"), (), "cap_version"),
+        ("DELETE", "/v1/versions", (), (), "clear_versions"),
+        ("POST", "/v1/coordinator/unavailable", ("for_ms", "error", "group"), (), "coordinator_unavailable"),
+        ("POST", "/v1/recording", ("on",), (), "record"),
+        ("GET", "/v1/requests", (), ("api", "group"), "list_requests"),
+        ("DELETE", "/v1/requests", (), (), "clear_requests"),
     )
 )
 
@@ -180,123 +182,153 @@ class ControlHttp:
             writer.close()
 
     async def route(self, method: str, path: list[str], query: dict[str, str], body: dict) -> dict:
-        """Serve one request `check_request` has let through (its method, path and field names are known)."""
-        c = self.control
-        match (method, path):
-            case ("GET", ["v1", "clock"]):
-                return {"now_ms": c.now_ms(), "virtual": c.virtual}
-            case ("POST", ["v1", "clock", "advance"]):
-                if not c.virtual:
-                    raise HttpError(400, "the server runs on the wall clock; start it with --virtual-clock")
-                ms = whole(body, "ms", minimum=0)
-                assert ms is not None
-                return {"now_ms": await c.advance(ms)}
-            case ("GET", ["v1", "groups"]):
-                return {"groups": sorted(c.group_ids())}
-            case ("GET", ["v1", "groups", group]):
-                return c.describe(group).as_json()
-            case ("GET", ["v1", "groups", group, "wait"]):
-                timeout_ms = query_whole(query, "timeout_ms", 10_000)
-                assert timeout_ms is not None
-                view = await c.wait_group(
-                    group,
-                    state=query.get("state") or None,
-                    members=query_whole(query, "members"),
-                    generation=query_whole(query, "generation"),
-                    timeout=timeout_ms / 1000,
-                )
-                return view.as_json()
-            case ("POST", ["v1", "groups", group, "members", member, "expire"]):
-                try:
-                    await c.expire_member(group, member)
-                except KeyError as exc:
-                    raise HttpError(404, exc.args[0]) from None
-                return {}
-            case ("POST", ["v1", "groups", group, "rebalance"]):
-                reason = text(body, "reason") or "forced"
-                try:
-                    view = await c.force_rebalance(group, reason)
-                except KeyError as exc:
-                    raise HttpError(404, exc.args[0]) from None
-                except ValueError as exc:
-                    raise HttpError(409, str(exc)) from None
-                return view.as_json()
-            case ("POST", ["v1", "groups", group, "events"]):
-                self._stream_ids += 1
-                self._streams[self._stream_ids] = c.events(group)
-                return {"id": self._stream_ids, "group": group}
-            case ("GET", ["v1", "events", sid]):
-                stream = self._stream(sid)
-                wait_ms = min(query_whole(query, "timeout_ms", 0) or 0, _LONG_POLL_MAX_MS)
-                if stream.queue.empty() and wait_ms > 0:
-                    try:
-                        first = await asyncio.wait_for(stream.queue.get(), wait_ms / 1000)
-                    except TimeoutError:
-                        return {"events": []}
-                    return {"events": [first, *stream.drain()]}
-                return {"events": stream.drain()}
-            case ("DELETE", ["v1", "events", sid]):
-                self._stream(sid).close()
-                del self._streams[int(sid)]
-                return {}
-            case ("POST", ["v1", "faults"]):
-                fault = c.fault(
-                    *names_or_codes(body, "apis" if "apis" in body else "api"),
-                    error=name_or_code(body, "error"),
-                    count=whole(body, "count", default=1, minimum=1, nullable=True),
-                    delay_ms=whole(body, "delay_ms", default=0, minimum=0) or 0,
-                    disconnect=flag(body, "disconnect"),
-                    group=text(body, "group"),
-                    client_id=text(body, "client_id"),
-                    for_ms=whole(body, "for_ms", default=None, minimum=0, nullable=True),
-                    hold=flag(body, "hold"),
-                    versions=wholes(body, "versions"),
-                    drop_response=flag(body, "drop_response"),
-                )
-                return fault.as_json()
-            case ("GET", ["v1", "faults"]):
-                return {"faults": [f.as_json() for f in c.faults.faults]}
-            case ("DELETE", ["v1", "faults"]):
-                c.clear_faults()
-                return {}
-            case ("GET", ["v1", "faults", fid]):
-                return self._fault(fid).as_json()
-            case ("DELETE", ["v1", "faults", fid]):
-                fault = self._fault(fid)
-                fault.remove()
-                return fault.as_json()
-            case ("POST", ["v1", "faults", fid, "release"]):
-                fault = self._fault(fid)
-                return {"released": fault.release(), "fault": fault.as_json()}
-            case ("GET", ["v1", "versions"]):
-                return {"max_versions": c.max_versions()}
-            case ("POST", ["v1", "versions"]):
-                api = name_or_code(body, "api")
-                if api is None:
-                    raise HttpError(400, "field 'api' is required")
-                c.max_version(api, whole(body, "max_version", default=None, minimum=0, nullable=True))
-                return {"max_versions": c.max_versions()}
-            case ("DELETE", ["v1", "versions"]):
-                for name in c.max_versions():
-                    c.max_version(name, None)
-                return {"max_versions": {}}
-            case ("POST", ["v1", "coordinator", "unavailable"]):
-                for_ms = whole(body, "for_ms", minimum=0)
-                assert for_ms is not None
-                error = name_or_code(body, "error", "COORDINATOR_NOT_AVAILABLE")
-                fault = c.coordinator_unavailable(
-                    for_ms, error or "COORDINATOR_NOT_AVAILABLE", text(body, "group")
-                )
-                return fault.as_json()
-            case ("POST", ["v1", "recording"]):
-                c.record(flag(body, "on", True))
-                return {"recording": c.faults.recording}
-            case ("GET", ["v1", "requests"]):
-                return {"requests": [r.as_json() for r in c.recorded(query.get("api"), query.get("group"))]}
-            case ("DELETE", ["v1", "requests"]):
-                c.clear_recorded()
-                return {}
+        """Serve one request `check_request` has let through (its method, path and field names are known):
+        the route table's method for it, with the path's free segments."""
+        for m, pattern, _, _, serve in _ROUTES:
+            if m == method and _matches(pattern, path):
+                args = [s for p, s in zip(pattern, path, strict=True) if p == "*"]
+                handler: Callable[..., Awaitable[dict]] = getattr(self, f"_{serve}")
+                return await handler(*args, query=query, body=body)
         raise HttpError(404, f"no route {method} /{'/'.join(path)}")
+
+    # -- the routes (each: the path's free segments, then the query and body as keywords)
+
+    async def _get_clock(self, *, query: dict[str, str], body: dict) -> dict:
+        return {"now_ms": self.control.now_ms(), "virtual": self.control.virtual}
+
+    async def _advance_clock(self, *, query: dict[str, str], body: dict) -> dict:
+        if not self.control.virtual:
+            raise HttpError(400, "the server runs on the wall clock; start it with --virtual-clock")
+        ms = whole(body, "ms", minimum=0)
+        assert ms is not None
+        return {"now_ms": await self.control.advance(ms)}
+
+    async def _list_groups(self, *, query: dict[str, str], body: dict) -> dict:
+        return {"groups": sorted(self.control.group_ids())}
+
+    async def _describe_group(self, group: str, *, query: dict[str, str], body: dict) -> dict:
+        return self.control.describe(group).as_json()
+
+    async def _wait_group(self, group: str, *, query: dict[str, str], body: dict) -> dict:
+        timeout_ms = query_whole(query, "timeout_ms", 10_000)
+        assert timeout_ms is not None
+        view = await self.control.wait_group(
+            group,
+            state=query.get("state") or None,
+            members=query_whole(query, "members"),
+            generation=query_whole(query, "generation"),
+            timeout=timeout_ms / 1000,
+        )
+        return view.as_json()
+
+    async def _expire_member(self, group: str, member: str, *, query: dict[str, str], body: dict) -> dict:
+        try:
+            await self.control.expire_member(group, member)
+        except KeyError as exc:
+            raise HttpError(404, exc.args[0]) from None
+        return {}
+
+    async def _force_rebalance(self, group: str, *, query: dict[str, str], body: dict) -> dict:
+        reason = text(body, "reason") or "forced"
+        try:
+            view = await self.control.force_rebalance(group, reason)
+        except KeyError as exc:
+            raise HttpError(404, exc.args[0]) from None
+        except ValueError as exc:
+            raise HttpError(409, str(exc)) from None
+        return view.as_json()
+
+    async def _subscribe_events(self, group: str, *, query: dict[str, str], body: dict) -> dict:
+        self._stream_ids += 1
+        self._streams[self._stream_ids] = self.control.events(group)
+        return {"id": self._stream_ids, "group": group}
+
+    async def _poll_events(self, sid: str, *, query: dict[str, str], body: dict) -> dict:
+        stream = self._stream(sid)
+        wait_ms = min(query_whole(query, "timeout_ms", 0) or 0, _LONG_POLL_MAX_MS)
+        if stream.queue.empty() and wait_ms > 0:
+            try:
+                first = await asyncio.wait_for(stream.queue.get(), wait_ms / 1000)
+            except TimeoutError:
+                return {"events": []}
+            return {"events": [first, *stream.drain()]}
+        return {"events": stream.drain()}
+
+    async def _unsubscribe_events(self, sid: str, *, query: dict[str, str], body: dict) -> dict:
+        self._stream(sid).close()
+        del self._streams[int(sid)]
+        return {}
+
+    async def _add_fault(self, *, query: dict[str, str], body: dict) -> dict:
+        fault = self.control.fault(
+            *names_or_codes(body, "apis" if "apis" in body else "api"),
+            error=name_or_code(body, "error"),
+            count=whole(body, "count", default=1, minimum=1, nullable=True),
+            delay_ms=whole(body, "delay_ms", default=0, minimum=0) or 0,
+            disconnect=flag(body, "disconnect"),
+            group=text(body, "group"),
+            client_id=text(body, "client_id"),
+            for_ms=whole(body, "for_ms", default=None, minimum=0, nullable=True),
+            hold=flag(body, "hold"),
+            versions=wholes(body, "versions"),
+            drop_response=flag(body, "drop_response"),
+        )
+        return fault.as_json()
+
+    async def _list_faults(self, *, query: dict[str, str], body: dict) -> dict:
+        return {"faults": [f.as_json() for f in self.control.faults.faults]}
+
+    async def _clear_faults(self, *, query: dict[str, str], body: dict) -> dict:
+        self.control.clear_faults()
+        return {}
+
+    async def _get_fault(self, fid: str, *, query: dict[str, str], body: dict) -> dict:
+        return self._fault(fid).as_json()
+
+    async def _remove_fault(self, fid: str, *, query: dict[str, str], body: dict) -> dict:
+        fault = self._fault(fid)
+        fault.remove()
+        return fault.as_json()
+
+    async def _release_fault(self, fid: str, *, query: dict[str, str], body: dict) -> dict:
+        fault = self._fault(fid)
+        return {"released": fault.release(), "fault": fault.as_json()}
+
+    async def _get_versions(self, *, query: dict[str, str], body: dict) -> dict:
+        return {"max_versions": self.control.max_versions()}
+
+    async def _cap_version(self, *, query: dict[str, str], body: dict) -> dict:
+        api = name_or_code(body, "api")
+        if api is None:
+            raise HttpError(400, "field 'api' is required")
+        self.control.max_version(api, whole(body, "max_version", default=None, minimum=0, nullable=True))
+        return {"max_versions": self.control.max_versions()}
+
+    async def _clear_versions(self, *, query: dict[str, str], body: dict) -> dict:
+        for name in self.control.max_versions():
+            self.control.max_version(name, None)
+        return {"max_versions": {}}
+
+    async def _coordinator_unavailable(self, *, query: dict[str, str], body: dict) -> dict:
+        for_ms = whole(body, "for_ms", minimum=0)
+        assert for_ms is not None
+        error = name_or_code(body, "error", "COORDINATOR_NOT_AVAILABLE")
+        fault = self.control.coordinator_unavailable(
+            for_ms, error or "COORDINATOR_NOT_AVAILABLE", text(body, "group")
+        )
+        return fault.as_json()
+
+    async def _record(self, *, query: dict[str, str], body: dict) -> dict:
+        self.control.record(flag(body, "on", True))
+        return {"recording": self.control.faults.recording}
+
+    async def _list_requests(self, *, query: dict[str, str], body: dict) -> dict:
+        recorded = self.control.recorded(query.get("api"), query.get("group"))
+        return {"requests": [r.as_json() for r in recorded]}
+
+    async def _clear_requests(self, *, query: dict[str, str], body: dict) -> dict:
+        self.control.clear_recorded()
+        return {}
 
     def _fault(self, fid: str) -> Fault:
         """A fault by id, in force or not: one used up (or removed) still answers with its `fired` count."""

@@ -24,6 +24,7 @@ from groupcoord.server.coordinator.group import (
 )
 from groupcoord.server.coordinator.membership import ClassicMembership
 from groupcoord.server.coordinator.records import GroupMetadataValue, GroupRecord, MemberMetadataValue
+from groupcoord.server.coordinator.registry import CLASSIC, GroupRegistry
 from groupcoord.server.coordinator.types import (
     DescribedGroup,
     DescribedMember,
@@ -45,15 +46,23 @@ E = ErrorCode
 class GroupMetadataManager(ClassicMembership):
     """Every classic group of the shard and the membership requests on them."""
 
+    group_type = CLASSIC
+    holds_offsets = True
+
     def __init__(
         self,
         ctx: OperationContext,
+        registry: GroupRegistry,
         id_factory: Callable[[str], str] | None = None,
         on_group_dropped: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(ctx, id_factory)
         # called when a group whose creation failed to persist is rolled back (the shard drops its offsets)
         self._on_group_dropped = on_group_dropped or (lambda group_id: None)
+        registry.register(self)
+
+    def has(self, group_id: str) -> bool:
+        return group_id in self.groups
 
     def group(self, group_id: str) -> ClassicGroup | None:
         return self.groups.get(group_id)

@@ -17,6 +17,7 @@ from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, Operation
 from groupcoord.server.coordinator.group import COMPLETING, DEAD, EMPTY, PREPARING, STABLE, ClassicGroup
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue
+from groupcoord.server.coordinator.registry import GroupRegistry
 from groupcoord.server.coordinator.txn_offsets import TxnOffsets
 from groupcoord.server.coordinator.types import (
     CommitPartition,
@@ -31,23 +32,34 @@ from groupcoord.server.coordinator.types import (
 E = ErrorCode
 
 
+class _EveryTopic(frozenset[str]):
+    """Contains every topic name."""
+
+    def __contains__(self, _: object) -> bool:
+        return True
+
+
+_EVERY_TOPIC = _EveryTopic()
+
+
 class OffsetMetadataManager:
     """Every committed offset of the shard, by group then (topic, partition)."""
 
-    def __init__(self, ctx: OperationContext, group_manager: GroupMetadataManager) -> None:
+    def __init__(
+        self, ctx: OperationContext, group_manager: GroupMetadataManager, registry: GroupRegistry
+    ) -> None:
         self.ctx = ctx
         self.group_manager = group_manager
+        #: which type owns a group id: offsets of a group of no type get a classic "simple" group
+        self.registry = registry
         self.offsets: dict[str, dict[tuple[str, int], OffsetValue]] = {}
         self.inflight: dict[
             tuple[str, str, int], int
         ] = {}  # unpersisted commits per partition (RequireStable)
         #: transactional offsets waiting for their transaction's marker (also UNSTABLE with RequireStable)
-        self.txn = TxnOffsets(ctx, group_manager, self.offsets)
+        self.txn = TxnOffsets(ctx, group_manager, self.offsets, registry)
         #: offsets OffsetDelete removed since start: Kafka's offset-deletion-count (the tombstones written)
         self.deleted_count = 0
-        #: whether a group of another kind (a KIP-848 consumer group) holds this id: its offsets then need
-        #: no classic "simple" group (the shard sets it)
-        self.other_group_exists: Callable[[str], bool] = lambda group_id: False
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetValue]:
         return dict(self.offsets.get(group_id, {}))
@@ -107,7 +119,7 @@ class OffsetMetadataManager:
                 else:
                     self.inflight.pop(k, None)
             if ok:
-                if self.group_manager.group(gid) is None and not self.other_group_exists(gid):
+                if not self.registry.holds_offsets(gid):
                     # deleted meanwhile: recreated, as a replay would
                     self.group_manager.add_simple_group(gid, now)
                 self.offsets.setdefault(gid, {}).update(pending)
@@ -170,7 +182,12 @@ class OffsetMetadataManager:
             return int(E.GROUP_ID_NOT_FOUND), ()
         if g.state in (STABLE, PREPARING, COMPLETING) and g.protocol_type != CONSUMER:
             return int(E.NON_EMPTY_GROUP), ()
-        return NONE, self.delete_unsubscribed(group_id, topics, g.subscribed_topics or ())
+        subscribed: Collection[str] = g.subscribed_topics or ()
+        if g.subscribed_topics is None and g.protocol_type == CONSUMER:
+            # Kafka's `ClassicGroup.isSubscribedToTopic`: a consumer group whose members' subscriptions do not
+            # parse is taken to subscribe to every topic (asked of Kafka 4.4: tests/oracle/test_offsets_admin.py)
+            subscribed = _EVERY_TOPIC
+        return NONE, self.delete_unsubscribed(group_id, topics, subscribed)
 
     def delete_unsubscribed(
         self, group_id: str, topics: Iterable[tuple[str, Iterable[int]]], subscribed_topics: Collection[str]
@@ -271,7 +288,7 @@ class OffsetMetadataManager:
             offsets.pop((record.topic, record.partition), None)
             return
         offsets[(record.topic, record.partition)] = record.value
-        if self.group_manager.group(record.group_id) is None and not self.other_group_exists(record.group_id):
+        if not self.registry.holds_offsets(record.group_id):
             self.group_manager.add_simple_group(record.group_id, record.value.commit_timestamp)
 
     def on_loaded(self) -> None:

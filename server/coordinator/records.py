@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,17 +305,20 @@ class SharePartitionRecord:
 ShareRecord = ShareGroupRecord | SharePartitionRecord
 
 
-def encode_share_record(rec: ShareRecord) -> tuple[str, str | None]:
+def encode_share_record(rec: ShareRecord | StreamsGroupRecord) -> tuple[str, str | None]:
     """(key, value) as JSON text for the stores' one share table; value None for a tombstone."""
     key = json.dumps(list(rec.key), separators=(",", ":"))
     if rec.value is None:
         return key, None
-    return key, json.dumps(dataclasses.asdict(rec.value), separators=(",", ":"))
+    value = rec.value if isinstance(rec, StreamsGroupRecord) else dataclasses.asdict(rec.value)
+    return key, json.dumps(value, separators=(",", ":"))
 
 
-def decode_share_record(key_text: str, value_text: str) -> ShareRecord:
+def decode_share_record(key_text: str, value_text: str) -> ShareRecord | StreamsGroupRecord:
     key = json.loads(key_text)
     d = json.loads(value_text)
+    if key[0] == "streams_group":
+        return StreamsGroupRecord(int(key[1]), key[2], key[3], d)
     if key[0] == "share_group":
         members = tuple(
             ShareMemberValue(
@@ -338,6 +342,33 @@ def decode_share_record(key_text: str, value_text: str) -> ShareRecord:
     raise ValueError(f"unknown share record key {key!r}")
 
 
+# ------------------------------------------------------------------------- KIP-1071 streams groups
+
+#: Kafka's record types (the key's apiKey) of the streams-group records (spec §15)
+STREAMS_GROUP_METADATA = 17
+STREAMS_GROUP_MEMBER_METADATA = 19
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+STREAMS_GROUP_TOPOLOGY = 23
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupRecord:
+    """One of Kafka's streams-group records: `kind` is its record type (17, 19-23), `member_id` "" for the
+    group-level ones; `value` holds the record's fields as JSON-ready data (see
+    `server/coordinator/modern/streams/codec.py`). Stored in the share table's JSON rows."""
+
+    kind: int
+    group_id: str
+    member_id: str
+    value: dict[str, Any] | None  # None: tombstone
+
+    @property
+    def key(self) -> tuple[str, int, str, str]:
+        return ("streams_group", self.kind, self.group_id, self.member_id)
+
+
 #: what the group state machine replays (the transaction coordinator replays `TxnRecord`s itself)
 Record = (
     GroupRecord
@@ -347,4 +378,5 @@ Record = (
     | ConsumerGroupRecord
     | ShareGroupRecord
     | SharePartitionRecord
+    | StreamsGroupRecord
 )

@@ -50,6 +50,11 @@ from groupcoord.server.coordinator.modern.share.group import (
     ShareHeartbeatRequest,
 )
 from groupcoord.server.coordinator.modern.share.manager import SESSION_TIMER, ShareGroupManager
+from groupcoord.server.coordinator.modern.streams import manager as streams
+from groupcoord.server.coordinator.modern.streams import shard_ops
+from groupcoord.server.coordinator.modern.streams.api import StreamsGroupConfig, StreamsHeartbeatRequest
+from groupcoord.server.coordinator.modern.streams.group import StreamsGroup
+from groupcoord.server.coordinator.modern.streams.topology import PartitionCount
 from groupcoord.server.coordinator.offset_manager import OffsetMetadataManager
 from groupcoord.server.coordinator.records import (
     ConsumerGroupRecord,
@@ -60,7 +65,9 @@ from groupcoord.server.coordinator.records import (
     Record,
     ShareGroupRecord,
     SharePartitionRecord,
+    StreamsGroupRecord,
 )
+from groupcoord.server.coordinator.registry import CLASSIC, CONSUMER, SHARE, STREAMS, GroupRegistry
 from groupcoord.server.coordinator.types import (
     CoordinatorConfig,
     DescribedGroup,
@@ -93,26 +100,35 @@ class GroupCoordinatorShard:
         id_factory: Callable[[str], str] | None = None,
         consumer_config: ConsumerGroupConfig | None = None,
         share_config: ShareGroupConfig | None = None,
+        streams_config: StreamsGroupConfig | None = None,
         topics: TopicImage | None = None,
     ) -> None:
         self._ctx = OperationContext(config or CoordinatorConfig())
         #: the topics as the coordinator sees them, for what no request brings an image to: classic members of
         #: consumer groups (their assignments name topics) and conversions started by a timer
         self.topics: TopicImage = topics if topics is not None else StaticTopicImage()
-        self.group_manager = GroupMetadataManager(self._ctx, id_factory, on_group_dropped=self._drop_offsets)
-        self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager)
-        self.consumer_manager = ConsumerGroupManager(
-            self._ctx, consumer_config, None if id_factory is None else (lambda: id_factory(""))
+        #: Kafka's one `groups` map: which type's manager owns each group id; every manager registers in it
+        #: when constructed and asks it (never another manager) which type holds an id (registry.py)
+        self.groups = GroupRegistry()
+        self.group_manager = GroupMetadataManager(
+            self._ctx, self.groups, id_factory, on_group_dropped=self._drop_offsets
         )
-        self.offset_manager.other_group_exists = self.consumer_manager.groups.__contains__
-        self.offset_manager.txn.other_group_exists = self.consumer_manager.groups.__contains__
+        self.offset_manager = OffsetMetadataManager(self._ctx, self.group_manager, self.groups)
+        self.consumer_manager = ConsumerGroupManager(
+            self._ctx,
+            self.groups,
+            consumer_config,
+            None if id_factory is None else (lambda: id_factory("")),
+            downgrade=lambda group, member_ids, reason: self.conversions.downgrade(group, member_ids, reason),
+        )
+        #: KIP-1071 streams groups (modern/streams; the shard-side operations are `modern/streams/shard_ops.py`)
+        self.streams_manager = streams.StreamsGroupManager(self._ctx, self.groups, streams_config)
         #: online migration: the moves between the two managers
         self.conversions = GroupConversions(
             self._ctx, self.group_manager, self.consumer_manager, lambda: self.topics
         )
-        self.consumer_manager.downgrade = self.conversions.downgrade
-        #: KIP-932 share groups (modern/share); one group id has one type, so each side asks the other
-        self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.has_group)
+        #: KIP-932 share groups (modern/share)
+        self.share_manager = ShareGroupManager(share_config or ShareGroupConfig(), self.groups)
         #: share-partition state read at load, for the share-partition manager (server/share) to take
         self.loaded_share_partitions: list[SharePartitionRecord] = []
 
@@ -131,10 +147,11 @@ class GroupCoordinatorShard:
     # ================================================================================== inspection
 
     def group_ids(self) -> list[str]:
-        return [*self.group_manager.groups, *self.consumer_manager.groups]
+        return [*self.group_manager.groups, *self.consumer_manager.groups, *self.streams_manager.groups]
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self.group_manager.groups or group_id in self.consumer_manager.groups
+        """Whether a classic or consumer group has this id."""
+        return self.groups.is_of(group_id, CLASSIC) or self.groups.is_of(group_id, CONSUMER)
 
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The live KIP-848 consumer group (for tests and diagnostics; do not mutate)."""
@@ -163,6 +180,13 @@ class GroupCoordinatorShard:
     # spec §9.3): `modern/consumer/migration.py` serves it.
 
     def join_group(self, req: JoinGroupRequest, token: Hashable, now_ms: int) -> Effects:
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:  # a non-empty streams group refuses; an empty one becomes classic (spec §12.1)
+            if sg.members:
+                fx = self._ctx.begin(now_ms)
+                fx.reply(token, JoinGroupResult(int(E.INCONSISTENT_GROUP_PROTOCOL), member_id=""))
+                return fx
+            self.streams_manager.delete(req.group_id)
         cg = self.consumer_manager.group(req.group_id)
         cfg = self._ctx.config
         if cg is not None and cg.members:
@@ -190,8 +214,8 @@ class GroupCoordinatorShard:
             if req.group_id in self.group_manager.groups:
                 self.consumer_manager.delete(req.group_id, "converted")
             return fx
-        if self.share_manager.has(req.group_id):
-            # one id, one type: a classic join on a share group's id (Kafka: "not a classic group")
+        if self.groups.held_by_other_than(req.group_id, CLASSIC):
+            # one id, one type: a classic join on a share (or other modern) group's id ("not a classic group")
             fx = self._ctx.begin(now_ms)
             fx.reply(token, JoinGroupResult(int(E.GROUP_ID_NOT_FOUND), member_id=req.member_id))
             return fx
@@ -254,7 +278,8 @@ class GroupCoordinatorShard:
         except HeartbeatError as err:
             fx.reply(token, ConsumerGroupHeartbeatResult(err.code, err.message))
             return fx
-        if self.share_manager.has(req.group_id):  # one id, one type (Kafka: "not a consumer group")
+        # one id, one type (Kafka: "not a consumer group"); a classic group of the id may be upgraded below
+        if self.groups.held_by_other_than(req.group_id, CLASSIC, CONSUMER):
             message = f"Group {req.group_id} is not a consumer group."
             fx.reply(token, ConsumerGroupHeartbeatResult(int(E.GROUP_ID_NOT_FOUND), message))
             return fx
@@ -291,7 +316,7 @@ class GroupCoordinatorShard:
         `consumer_group_heartbeat` takes for the same request): (member epoch, session timer key, deadline),
         or None for `consumer_group_heartbeat` to decide. Only a group that is nothing but a consumer group
         (no share or classic group of that id) takes it."""
-        if self.share_manager.has(group_id) or self.group_manager.group(group_id) is not None:
+        if self.groups.held_by_other_than(group_id, CONSUMER):
             return None
         return self.consumer_manager.steady_heartbeat(group_id, member_id, fields, now_ms)
 
@@ -317,6 +342,10 @@ class GroupCoordinatorShard:
             fx = self._ctx.begin(now_ms)
             self.consumer_manager.on_timer(key)
             return fx
+        if key[0] in streams.TIMER_KINDS:
+            fx = self._ctx.begin(now_ms)
+            self.streams_manager.on_timer(key)
+            return fx
         if key[0] == SESSION_TIMER:
             return self.share_manager.on_timer(key, now_ms)
         return self.group_manager.on_timer(key, now_ms)
@@ -325,6 +354,23 @@ class GroupCoordinatorShard:
         """A group's configs (Kafka's `GroupConfig`: `consumer.*`, `share.*`) changed or were loaded."""
         self.consumer_manager.set_group_config(group_id, group_configs)
         self.share_manager.set_group_config(group_id, group_configs)
+        self.streams_manager.set_group_config(group_id, group_configs)
+
+    # ============================================================== streams groups (KIP-1071)
+
+    def streams_group_heartbeat(
+        self, req: StreamsHeartbeatRequest, count: PartitionCount, token: Hashable, now_ms: int
+    ) -> Effects:
+        """StreamsGroupHeartbeat: `token` gets a `StreamsHeartbeatResult` once its records are durable."""
+
+        def other_type(gid: str) -> bool:
+            return self.groups.held_by_other_than(gid, CLASSIC, STREAMS)
+
+        sm = self.streams_manager
+        return shard_ops.heartbeat(self._ctx, self.group_manager, other_type, sm, req, count, token, now_ms)
+
+    def streams_group(self, group_id: str) -> StreamsGroup | None:
+        return self.streams_manager.group(group_id)
 
     # ================================================================ share groups (KIP-932)
 
@@ -338,7 +384,7 @@ class GroupCoordinatorShard:
         return self.share_manager.subscribed_names(group_id)
 
     def has_share_group(self, group_id: str) -> bool:
-        return self.share_manager.has(group_id)
+        return self.groups.is_of(group_id, SHARE)
 
     def share_initialized(self, group_id: str) -> dict[str, tuple[int, ...]]:
         return self.share_manager.initialized(group_id)
@@ -365,7 +411,7 @@ class GroupCoordinatorShard:
         for d in self.group_manager.describe_groups(ids):
             if d.state == "Dead" and not d.members:
                 gid = d.group_id
-                modern = gid in self.consumer_manager.groups or self.share_manager.has(gid)
+                modern = self.groups.held_by_other_than(gid, CLASSIC)
                 reason = f"Group {gid} is not a classic group." if modern else f"Group {gid} not found."
                 d = DescribedGroup(d.error, gid, d.state, d.protocol_type, d.protocol_data, (), reason)
             out.append(d)
@@ -385,6 +431,7 @@ class GroupCoordinatorShard:
             for sg in self.share_manager.groups.values():
                 if not states or sg.state.lower() in states:
                     listed.append(ListedGroup(sg.group_id, "share", sg.state, "share"))
+        listed += shard_ops.list_streams_groups(self.streams_manager, states, types)
         return listed
 
     # ============================================================================ offset requests
@@ -398,7 +445,7 @@ class GroupCoordinatorShard:
     ) -> Effects:
         """`topic_ids` maps a committed topic name to its id, for a consumer group's per-partition
         assignment-epoch check (without it, no partition of an older epoch passes)."""
-        if self.share_manager.has(req.group_id):
+        if self.groups.without_offsets(req.group_id):
             # a share group has no committed offsets (Kafka's ShareGroup.validateOffsetCommit)
             fx = self._ctx.begin(now_ms)
             not_found = int(E.GROUP_ID_NOT_FOUND)
@@ -409,6 +456,10 @@ class GroupCoordinatorShard:
                 ),
             )
             return fx
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:
+            checked = shard_ops.validate_commit(sg, req, False)
+            return self.offset_manager.commit_offsets(req, token, now_ms, checked=checked)
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.commit_offsets(req, token, now_ms)
@@ -428,6 +479,10 @@ class GroupCoordinatorShard:
     ) -> Effects:
         """TxnOffsetCommit: the offsets stay pending until the transaction's marker (`complete_transaction`).
         On a consumer group the member checks are `ConsumerGroup.validateOffsetCommit`'s transactional ones."""
+        sg = self.streams_manager.group(req.group_id)
+        if sg is not None:
+            checked = shard_ops.validate_commit(sg, req, True)
+            return self.offset_manager.txn.commit(req, token, now_ms, checked=checked)
         g = self.consumer_manager.group(req.group_id)
         if g is None:
             return self.offset_manager.txn.commit(req, token, now_ms)
@@ -446,9 +501,9 @@ class GroupCoordinatorShard:
         return self.offset_manager.txn.complete(group_id, producer_id, commit, token, now_ms)
 
     def fetch_offsets(self, req: OffsetFetchRequest, now_ms: int) -> OffsetFetchResult:
-        if self.share_manager.has(req.group_id):
+        if self.groups.without_offsets(req.group_id):
             return OffsetFetchResult(int(E.GROUP_ID_NOT_FOUND), ())  # Kafka's ShareGroup.validateOffsetFetch
-        g = self.consumer_manager.group(req.group_id)
+        g = self.consumer_manager.group(req.group_id) or self.streams_manager.group(req.group_id)
         if g is not None and req.version >= 9:
             err = g.validate_offset_fetch(req.member_id, req.member_epoch)
             if err:
@@ -460,8 +515,10 @@ class GroupCoordinatorShard:
     ) -> tuple[tuple[int, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], Effects]:
         """OffsetDelete (API 47): the result and the tombstones to write before answering."""
         fx = self._ctx.begin(now_ms)
-        if self.share_manager.has(group_id):
+        if self.groups.without_offsets(group_id):
             return (int(E.GROUP_ID_NOT_FOUND), ()), fx  # Kafka's ShareGroup.validateOffsetDelete
+        if group_id in self.streams_manager.groups:  # always allowed for a streams group (spec §12.2)
+            return (NONE, self.offset_manager.delete_offsets(group_id, topics)[1]), fx
         cg = self.consumer_manager.group(group_id)
         if cg is not None:  # a consumer group: no member check (spec §8.6), its subscriptions protect
             return (
@@ -476,6 +533,10 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         results: list[tuple[str, int]] = []
         for gid in dict.fromkeys(ids):
+            sg = self.streams_manager.group(gid)
+            if sg is not None:
+                results.append((gid, shard_ops.delete_group(self.streams_manager, self.offset_manager, sg)))
+                continue
             cg = self.consumer_manager.group(gid)
             if cg is not None:
                 if cg.members:
@@ -487,7 +548,7 @@ class GroupCoordinatorShard:
                     results.append((gid, NONE))
                 continue
             g = self.group_manager.group(gid)
-            if g is None and self.share_manager.has(gid):
+            if g is None and self.groups.is_of(gid, SHARE):
                 results.append((gid, self.share_manager.delete(gid, fx, now_ms)))
             elif g is None or g.state == DEAD:
                 results.append((gid, int(E.GROUP_ID_NOT_FOUND)))
@@ -543,6 +604,8 @@ class GroupCoordinatorShard:
             self.consumer_manager.replay(record)
         elif isinstance(record, ShareGroupRecord):
             self.share_manager.replay(record)
+        elif isinstance(record, StreamsGroupRecord):
+            self.streams_manager.replay(record)
         elif isinstance(record, SharePartitionRecord):
             self.loaded_share_partitions.append(record)
         # TxnRecords belong to the transaction coordinator (server/txn), which replays them itself
@@ -555,6 +618,7 @@ class GroupCoordinatorShard:
         self.offset_manager.on_loaded()
         self.group_manager.on_loaded(group_ids)
         self.consumer_manager.on_loaded(group_ids)
+        self.streams_manager.on_loaded(group_ids)
         self.share_manager.on_loaded(fx, now_ms, group_ids)
         return fx
 
@@ -565,6 +629,7 @@ class GroupCoordinatorShard:
         fx = self._ctx.begin(now_ms)
         self.group_manager.unload(group_ids)
         self.consumer_manager.unload(group_ids)
+        self.streams_manager.unload(group_ids)
         self.offset_manager.unload(group_ids)
         self.share_manager.unload(fx, group_ids)
         return fx

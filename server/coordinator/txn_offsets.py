@@ -10,13 +10,14 @@ durable (`PendingOffsetRecord`), replayed at load, and never expire while pendin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Collection, Hashable
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.commit_checks import validate_offset_commit
 from groupcoord.server.coordinator.context import NONE, PERSIST_ERROR, OperationContext
 from groupcoord.server.coordinator.group_manager import GroupMetadataManager
 from groupcoord.server.coordinator.records import OffsetRecord, OffsetValue, PendingOffsetRecord
+from groupcoord.server.coordinator.registry import GroupRegistry
 from groupcoord.server.coordinator.types import Effects, OffsetCommitResult, TxnOffsetCommitRequest
 
 E = ErrorCode
@@ -30,13 +31,14 @@ class TxnOffsets:
         ctx: OperationContext,
         group_manager: GroupMetadataManager,
         committed: dict[str, dict[tuple[str, int], OffsetValue]],
+        registry: GroupRegistry,
     ) -> None:
         self.ctx = ctx
         self.group_manager = group_manager
+        self.registry = registry
         self.committed = committed  # the offset manager's map: the COMMIT marker writes into it
         self.pending: dict[str, dict[int, dict[tuple[str, int], OffsetValue]]] = {}
         #: whether a KIP-848 consumer group holds this id (then no classic "simple" group is made for it)
-        self.other_group_exists: Callable[[str], bool] = lambda group_id: False
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         return any((topic, partition) in offs for offs in self.pending.get(group_id, {}).values())
@@ -77,9 +79,7 @@ class TxnOffsets:
         def after(ok: bool, now: int) -> Effects:
             fx2 = self.ctx.begin(now)
             if ok:
-                if self.group_manager.group(req.group_id) is None and not self.other_group_exists(
-                    req.group_id
-                ):
+                if not self.registry.holds_offsets(req.group_id):
                     self.group_manager.add_simple_group(req.group_id, now)
                 by_pid = self.pending.setdefault(req.group_id, {})
                 by_pid.setdefault(req.producer_id, {}).update(staged)
@@ -112,7 +112,7 @@ class TxnOffsets:
                 if not by_pid:
                     self.pending.pop(group_id, None)
                 if commit:
-                    if self.group_manager.group(group_id) is None and not self.other_group_exists(group_id):
+                    if not self.registry.holds_offsets(group_id):
                         self.group_manager.add_simple_group(group_id, now)
                     self.committed.setdefault(group_id, {}).update(offsets)
             fx2 = self.ctx.begin(now)
@@ -135,7 +135,7 @@ class TxnOffsets:
             by_pid.get(record.producer_id, {}).pop((record.topic, record.partition), None)
             return
         by_pid.setdefault(record.producer_id, {})[(record.topic, record.partition)] = record.value
-        if self.group_manager.group(record.group_id) is None and not self.other_group_exists(record.group_id):
+        if not self.registry.holds_offsets(record.group_id):
             self.group_manager.add_simple_group(record.group_id, record.value.commit_timestamp)
 
     def on_loaded(self) -> None:

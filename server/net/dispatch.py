@@ -88,6 +88,15 @@ def then(src: Any, convert: Callable[[Any], Any]) -> Any:
     return Mapped(src, convert)
 
 
+async def resolved(value: Any) -> Any:
+    """What a handler's answer comes to: the value itself, a future's result, or a `then()` conversion's."""
+    if isinstance(value, Mapped):
+        return value.convert(await value.src)
+    if isinstance(value, asyncio.Future):
+        return await value
+    return value
+
+
 class Pending:
     """What the connection waits on for a parked request: the reply future and how to turn it into bytes."""
 

@@ -19,6 +19,7 @@ from groupcoord.protocol.errors import ErrorCode as E
 from groupcoord.server.coordinator.modern.consumer.regex import syntax_error
 from groupcoord.server.ops import groups_consumer as cg
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, error_name
+from groupcoord.server.ops.groups_args import common, describe_views, groups_choice, set_formatter
 from groupcoord.server.ops.groups_output import Output, UsageError, fmt
 
 MISSING = "-"
@@ -28,17 +29,8 @@ STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"
 TYPES = {"classic": "Classic", "consumer": "Consumer"}
 
 
-def _common(parser: argparse.ArgumentParser, default: object) -> None:
-    """Accepted before and after the action (`groups --bootstrap-server X list` or `groups list --bootstrap-server X`)."""
-    parser.add_argument("--bootstrap-server", default=default, help="HOST:PORT of any broker (required)")
-    parser.add_argument("--output", choices=("table", "json", "csv"), default=default or "table")
-    parser.add_argument(
-        "--timeout-ms", type=int, default=default or 30000, help="per-request timeout (30000)"
-    )
-
-
 def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
-    _common(parser, None)
+    common(parser, None)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="list groups (kafka-consumer-groups.sh --list)")
     ls.add_argument("--state", nargs="?", const="", default=None, help="show states; filter: comma-separated")
@@ -50,22 +42,20 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
         help="show types (Classic, Consumer); filter: comma-separated",
     )
     d = actions.add_parser("describe", help="describe groups (--offsets is the default view)")
-    _groups(d)
-    for flag in ("--offsets", "--members", "--state"):
-        d.add_argument(flag, action="store_true")
-    d.add_argument("--verbose", action="store_true")
+    groups_choice(d)
+    describe_views(d)
     r = actions.add_parser(
         "reset-offsets", help="reset committed offsets of inactive groups (dry run by default)"
     )
-    _groups(r)
+    groups_choice(r)
     r.add_argument("--topic", action="append", default=[], help="TOPIC or TOPIC:P1,P2; repeatable")
     r.add_argument("--all-topics", action="store_true", help="every partition the group has committed")
     spec = r.add_mutually_exclusive_group(required=True)
-    spec.add_argument("--to-earliest", action="store_true")
-    spec.add_argument("--to-latest", action="store_true")
-    spec.add_argument("--to-current", action="store_true")
-    spec.add_argument("--to-offset", type=int)
-    spec.add_argument("--shift-by", type=int)
+    spec.add_argument("--to-earliest", action="store_true", help="to each partition's log start offset")
+    spec.add_argument("--to-latest", action="store_true", help="to each partition's log end offset")
+    spec.add_argument("--to-current", action="store_true", help="to the committed offset (a no-op plan)")
+    spec.add_argument("--to-offset", type=int, help="to this offset, kept within each partition's log")
+    spec.add_argument("--shift-by", type=int, help="by this many from the committed offset (negative: back)")
     spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (default UTC)")
     spec.add_argument("--by-duration", help="ISO-8601 duration back from now, e.g. PT1H30M or P1D")
     spec.add_argument(
@@ -76,23 +66,18 @@ def add_groups_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
     r.add_argument("--export", action="store_true", help="print the plan as CSV for --from-file")
     dl = actions.add_parser("delete", help="delete groups (DeleteGroups)")
-    _groups(dl)
+    groups_choice(dl)
     do = actions.add_parser("delete-offsets", help="delete a group's offsets (OffsetDelete, API 47)")
-    do.add_argument("--group", required=True)
+    do.add_argument("--group", required=True, help="the consumer group id")
     do.add_argument("--topic", action="append", required=True, help="TOPIC or TOPIC:P1,P2; repeatable")
     vr = actions.add_parser(
         "validate-regex",
         help="check a regex against RE2's syntax, as the coordinator compiles SubscribedTopicRegex",
     )
-    vr.add_argument("regex")
+    vr.add_argument("regex", help="the regular expression (RE2 syntax), quoted for the shell")
     for sub in (ls, d, r, dl, do, vr):
-        _common(sub, argparse.SUPPRESS)
-
-
-def _groups(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--group", action="append", help="group id; repeatable")
-    g.add_argument("--all-groups", action="store_true")
+        common(sub, argparse.SUPPRESS)
+    set_formatter([parser, ls, d, r, dl, do])  # validate-regex asks no broker: its usage keeps the brackets
 
 
 def run_groups(args: argparse.Namespace) -> int:
@@ -370,12 +355,11 @@ def datetime_ms(text: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
-#: ConsumerGroupCommandOptions (Kafka 4.3) prints this on stderr when --reset-offsets has neither mode flag
+#: printed on stderr when reset-offsets has neither mode flag. Kafka's tool warns here too, but about its own
+#: next major version; ours says what happened and what to add
 NO_EXECUTE_WARNING = (
-    "WARN: No action will be performed as the --execute option is missing. "
-    "In version 5.0, this command will require either --dry-run or --execute to be specified. "
-    "You should add the --dry-run option explicitly if you are scripting this command and want to "
-    "keep the current default behavior without prompting."
+    "WARN: nothing was changed: without --execute, reset-offsets only shows the new offsets (a dry run). "
+    "Add --execute to commit them, or --dry-run to ask for the dry run explicitly and silence this warning."
 )
 
 

@@ -80,7 +80,8 @@ class AdminHttp:
     @staticmethod
     def _is_console(head: bytes) -> bool:
         parts = head.split(b"\r\n", 1)[0].split(b" ")
-        return len(parts) == 3 and (parts[1] == b"/ui" or parts[1].startswith(b"/ui/"))
+        # /favicon.ico too: browsers ask for it at the root of every console page
+        return len(parts) == 3 and (parts[1] in (b"/ui", b"/favicon.ico") or parts[1].startswith(b"/ui/"))
 
     def _route(self, head: bytes) -> tuple[str, str, bytes]:
         line = head.split(b"\r\n", 1)[0].decode("latin-1")

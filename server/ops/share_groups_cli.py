@@ -28,6 +28,7 @@ from groupcoord.protocol.messages.delete_groups import DeleteGroupsRequest
 from groupcoord.protocol.messages.list_groups import ListedGroup, ListGroupsRequest
 from groupcoord.protocol.messages.share_group_describe import DescribedShareGroup, ShareGroupDescribeRequest
 from groupcoord.server.ops.admin_client import EARLIEST, LATEST, Admin, AdminError, Connection, error_name
+from groupcoord.server.ops.groups_args import common, describe_views, groups_choice, set_formatter
 from groupcoord.server.ops.groups_cli import KAFKA_ERRORS, datetime_ms
 from groupcoord.server.ops.groups_output import Output, UsageError
 from groupcoord.server.ops.groups_output import fmt as fmt_row
@@ -37,49 +38,35 @@ SHARE_STATES = ("Stable", "Empty", "Dead", "Unknown")  # GroupState.groupStatesF
 
 
 def add_share_groups_arguments(parser: argparse.ArgumentParser) -> None:
-    _common(parser, None)
+    common(parser, None, ("--timeout",))
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="list share groups (kafka-share-groups.sh --list)")
     ls.add_argument("--state", nargs="?", const="", default=None, help="show states; filter: comma-separated")
     d = actions.add_parser("describe", help="describe share groups (--offsets is the default view)")
-    _groups(d)
-    for flag in ("--offsets", "--members", "--state", "--verbose"):
-        d.add_argument(flag, action="store_true")
+    groups_choice(d, "share group")
+    describe_views(d, "share group")
     r = actions.add_parser(
         "reset-offsets", help="reset an inactive share group's start offsets (dry run by default)"
     )
-    r.add_argument("--group", required=True)
+    r.add_argument("--group", required=True, help="the share group id (one group: it must be empty)")
     r.add_argument("--topic", action="append", default=[], help="TOPIC or TOPIC:P1,P2; repeatable")
     r.add_argument("--all-topics", action="store_true", help="every share partition the group has")
     spec = r.add_mutually_exclusive_group(required=True)
-    spec.add_argument("--to-earliest", action="store_true")
-    spec.add_argument("--to-latest", action="store_true")
+    spec.add_argument("--to-earliest", action="store_true", help="to each partition's log start offset")
+    spec.add_argument("--to-latest", action="store_true", help="to each partition's log end offset")
     spec.add_argument("--to-datetime", help="YYYY-MM-DDTHH:mm:SS.sss, optionally with a zone (default UTC)")
     spec.add_argument("--to-offset", type=int, help="(not in Kafka's tool) an offset, kept within the log")
     mode = r.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
     mode.add_argument("--execute", action="store_true", help="set the new start offsets")
     dl = actions.add_parser("delete", help="delete empty share groups (DeleteGroups)")
-    _groups(dl)
+    groups_choice(dl, "share group")
     do = actions.add_parser("delete-offsets", help="delete a share group's offsets of whole topics (API 92)")
-    do.add_argument("--group", required=True)
+    do.add_argument("--group", required=True, help="the share group id")
     do.add_argument("--topic", action="append", required=True, help="TOPIC; repeatable")
     for sub in (ls, d, r, dl, do):
-        _common(sub, argparse.SUPPRESS)
-
-
-def _common(parser: argparse.ArgumentParser, default: object) -> None:
-    parser.add_argument("--bootstrap-server", default=default, help="HOST:PORT of any broker (required)")
-    parser.add_argument("--output", choices=("table", "json", "csv"), default=default or "table")
-    parser.add_argument(
-        "--timeout-ms", "--timeout", type=int, default=default or 30000, help="per-request timeout"
-    )
-
-
-def _groups(p: argparse.ArgumentParser) -> None:
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--group", action="append", help="group id; repeatable")
-    g.add_argument("--all-groups", action="store_true")
+        common(sub, argparse.SUPPRESS, ("--timeout",))
+    set_formatter([parser, ls, d, r, dl, do])
 
 
 def run_share_groups(args: argparse.Namespace) -> int:

@@ -37,7 +37,8 @@ from groupcoord.server.share.isolation import READ_COMMITTED, aborted_batches
 from groupcoord.server.share.leadership import Leadership
 from groupcoord.server.share.partition import TERMINAL, AckBatch, AcquiredRange, SharePartition
 from groupcoord.server.share.sessions import Key, ShareSessions
-from groupcoord.server.storage.base import StateStore, SynchronousStateStore
+from groupcoord.server.storage.base import StateStore
+from groupcoord.server.storage.persist import Persister
 from groupcoord.server.timers import WALL_CLOCK, Clock, TimerService
 
 log = structlog.get_logger("groupcoord.share")
@@ -105,6 +106,7 @@ class ShareService(Leadership):
         if home is not None:
             home.on_changed = self._reload
         self.store = store
+        self.persister = Persister(store)  # persist, then answer (storage/persist.py)
         self.config = config
         self.loop = loop
         self.now_ms = clock.now_ms
@@ -196,10 +198,7 @@ class ShareService(Leadership):
         if self.home is not None:
             return await self._store_led([(r.group_id, r.topic_id, r.partition) for r in records])
         try:
-            if self.store.synchronous and isinstance(self.store, SynchronousStateStore):
-                self.store.write_now(records)
-            else:
-                await self.store.write(records)
+            await self.persister.write(records)
             return {}
         except Exception as exc:
             self.failed_writes += 1

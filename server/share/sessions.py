@@ -60,10 +60,13 @@ class ShareSessions:
         return 0, s
 
     def advance(self, s: ShareSession, add: Iterable[Key] = (), forget: Iterable[Key] = ()) -> None:
-        for k in forget:
-            s.partitions.pop(k, None)
+        """Kafka's ShareSession.update: the request's partitions are added first and the forgotten ones
+        removed after, so a partition both listed (say, to carry its last acknowledgements) and forgotten in
+        one request leaves the session; its acknowledgements are still applied."""
         for k in add:
             s.partitions[k] = None
+        for k in forget:
+            s.partitions.pop(k, None)
         s.epoch = next_epoch(s.epoch)
 
     def close(self, s: ShareSession) -> None:

@@ -22,6 +22,7 @@ from groupcoord.server.coordinator.records import (
     Record,
     ShareGroupRecord,
     SharePartitionRecord,
+    StreamsGroupRecord,
     TxnRecord,
     TxnValue,
     encode_share_record,
@@ -95,7 +96,7 @@ class LatestByKey:
                 out.txns[r.transactional_id] = r.value
             elif isinstance(r, ConsumerGroupRecord):
                 out.consumer_groups[(r.kind, r.group_id, r.member_id)] = r.value
-            elif isinstance(r, ShareGroupRecord | SharePartitionRecord):
+            elif isinstance(r, ShareGroupRecord | SharePartitionRecord | StreamsGroupRecord):
                 key, value = encode_share_record(r)
                 out.share[key] = value
             else:

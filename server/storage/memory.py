@@ -16,6 +16,7 @@ from groupcoord.server.coordinator.records import (
     Record,
     ShareGroupRecord,
     SharePartitionRecord,
+    StreamsGroupRecord,
     TxnRecord,
 )
 from groupcoord.server.storage.base import StorageError
@@ -41,7 +42,11 @@ class MemoryStateStore:
         groups = [r for r in self._rows.values() if isinstance(r, GroupRecord | ConsumerGroupRecord)]
         offsets = [r for r in self._rows.values() if isinstance(r, OffsetRecord | PendingOffsetRecord)]
         txns = [r for r in self._rows.values() if isinstance(r, TxnRecord)]
-        share = [r for r in self._rows.values() if isinstance(r, ShareGroupRecord | SharePartitionRecord)]
+        share = [
+            r
+            for r in self._rows.values()
+            if isinstance(r, ShareGroupRecord | SharePartitionRecord | StreamsGroupRecord)
+        ]
         return [*groups, *offsets, *txns, *share]
 
     def write_now(self, records: Sequence[Record]) -> None:

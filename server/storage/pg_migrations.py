@@ -217,6 +217,17 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        11,
+        """
+        -- cluster mode's client metrics subscriptions (CLIENT_METRICS config resources, KIP-714), the
+        -- cluster's as in Kafka's metadata log, kept as group_configs is (server/cluster/group_configs.py)
+        CREATE TABLE client_metrics_configs (
+            name    TEXT PRIMARY KEY,
+            configs TEXT NOT NULL              -- JSON object: config name -> value
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -15,6 +15,8 @@ transaction state) in PostgreSQL via asyncpg.
   the lease rows of the shards it touches (`FOR SHARE`) and proceeds only if this node still owns them at the
   epoch it believes, the lease not expired by the database clock. A takeover's lease UPDATE therefore
   either waits for an in-flight write (and then loads it) or makes it fail: a deposed owner cannot write.
+  A write whose client goes silent mid-transaction (paused, cut off) is rolled back by PostgreSQL after half
+  a lease TTL (`pg_liveness.py`), so its lock never outlives the lease it fenced.
 * The schema is versioned in `pg_migrations.py`, applied at `open()`.
 * A pool (asyncpg) keeps a connection for the writer and one for loads and lease work.
 
@@ -126,10 +128,20 @@ class PostgresStateStore:
 
     synchronous = False
 
-    def __init__(self, url: str, *, shards: int = 50, pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        shards: int = 50,
+        pool_size: int = 4,
+        server_settings: dict[str, str] | None = None,
+    ) -> None:
         self.url = url
         self.shards = shards
         self.pool_size = pool_size
+        #: sent in every session's startup packet (cluster mode: storage/pg_liveness.py, so a silent owner's
+        #: fenced transaction ends before its lease can expire)
+        self.server_settings = dict(server_settings or {})
         self.fence: WriteFence | None = None  # set by the cluster room in cluster mode
         self._pool: asyncpg.Pool | None = None
         self._queue = GroupCommit(self._commit, "state-pg-writer")
@@ -147,7 +159,11 @@ class PostgresStateStore:
         self._closing = False
         try:
             self._pool = await asyncpg.create_pool(
-                self.url, min_size=1, max_size=self.pool_size, command_timeout=30
+                self.url,
+                min_size=1,
+                max_size=self.pool_size,
+                command_timeout=30,
+                server_settings=self.server_settings or None,
             )
             async with self._pool.acquire() as conn:
                 await migrate(conn)

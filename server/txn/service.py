@@ -29,6 +29,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.records import TxnRecord, TxnValue
 from groupcoord.server.log.manager import LogManager
 from groupcoord.server.storage.base import StateStore, StorageError
+from groupcoord.server.storage.persist import Persister
 from groupcoord.server.storage.postgres import FencedError
 from groupcoord.server.txn.state import ONGOING, STATES, Decision, Markers, TxnStateMachine
 
@@ -70,6 +71,7 @@ class TxnCoordinator:
     ) -> None:
         self.machine = TxnStateMachine(max_timeout_ms=max_timeout_ms)
         self.store = store
+        self.persister = Persister(store)  # persist, then answer (storage/persist.py)
         self.logs = logs
         self.complete_group = complete_group
         self.allocate_producer_id = allocate_producer_id
@@ -171,7 +173,7 @@ class TxnCoordinator:
     # ------------------------------------------------------------------------------------- steps
     async def _persist(self, tid: str, value: TxnValue) -> ErrorCode:
         try:
-            await self.store.write([TxnRecord(tid, value)])
+            await self.persister.write([TxnRecord(tid, value)])
         except FencedError as e:  # cluster mode: the id's shard moved; its new owner answers from now on
             log.warning("transaction state write fenced", transactional_id=tid, error=str(e))
             self.machine.txns.pop(tid, None)

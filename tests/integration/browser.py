@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -49,6 +50,7 @@ def chromium(width: int = 1400, height: int = 1000) -> Iterator:
         f"--window-size={width},{height}",
     ):
         opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, for console_errors()
     driver = webdriver.Chrome(service=Service(driver_path), options=opts)
     driver.set_page_load_timeout(60)
     try:
@@ -56,3 +58,9 @@ def chromium(width: int = 1400, height: int = 1000) -> Iterator:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def console_errors(driver: Any) -> list[str]:
+    """The SEVERE entries of the browser's console since the last call (chromedriver's `browser` log: script
+    errors, failed resource loads such as a 404 favicon, failed fetches), each as its message."""
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]

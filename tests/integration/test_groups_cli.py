@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
+from groupcoord.server.ops.groups_cli import NO_EXECUTE_WARNING
 from tests.conftest import ROOT, free_port
 from tests.integration.helpers import wait_for
 from tests.integration.lag_fixture import lagging_group
@@ -116,13 +117,8 @@ async def test_reset_offsets_refuses_live_groups_then_plans_and_executes(
 
     dry = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest")
     assert dry.returncode == 0
-    # neither --dry-run nor --execute: Kafka 4.3's warning on stderr, and a dry run
-    assert dry.stderr.strip() == (
-        "WARN: No action will be performed as the --execute option is missing. In version 5.0, this command "
-        "will require either --dry-run or --execute to be specified. You should add the --dry-run option "
-        "explicitly if you are scripting this command and want to keep the current default behavior without "
-        "prompting."
-    )
+    # neither --dry-run nor --execute: a dry run, and our warning on stderr (Kafka's names its 5.0; #36)
+    assert dry.stderr.strip() == NO_EXECUTE_WARNING
     explicit = cli(bs, "reset-offsets", "--group", G, "--all-topics", "--to-earliest", "--dry-run")
     assert explicit.returncode == 0 and explicit.stderr == "" and explicit.stdout == dry.stdout
     assert [ln.split() for ln in dry.stdout.strip().splitlines()] == [

@@ -19,7 +19,7 @@ from codec_kafka_json import load_kafka_json
 
 from groupcoord.protocol.schema import Versions, snake
 
-_INTS = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q"}
+_INTS = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "uint16": ">H"}
 
 
 def _uvarint(n: int) -> bytes:

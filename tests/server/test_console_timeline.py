@@ -72,3 +72,19 @@ def test_forgets_the_group_touched_longest_ago_beyond_max_groups_and_ignores_lag
         tl.on_event(change(1, "PreparingRebalance", "new_member", 0, group=gid))
     tl.on_event(ev(2, "lag_snapshot", group="d"))
     assert (tl.count("a"), tl.count("b"), tl.count("c"), tl.count("d")) == (0, 1, 1, 0)
+
+
+def test_a_kip848_rebalance_starts_from_the_epoch_before_its_bump() -> None:
+    """A consumer group's Assigning is journaled after the group epoch was bumped (it carries the new one): the
+    row must read "0 → 1" then "1 → 2", not "1 → 1" and "2 → 2" (issue #36 item 4)."""
+    tl = RebalanceTimeline()
+    tl.on_event(ev(0, "member_joined", member_id="m1", client_id="c1", generation=1))
+    tl.on_event(change(0, "Assigning", "new_member", 1))
+    tl.on_event(change(1, "Reconciling", "target_assignment", 1))
+    tl.on_event(change(5, "Stable", "reconciled", 1))
+    tl.on_event(ev(10, "member_joined", member_id="m2", client_id="c2", generation=2))
+    tl.on_event(change(10, "Assigning", "new_member", 2, members=2))
+    assert tl.rows("g")[0]["generation_from"] == 1 and tl.rows("g")[0]["open"]
+    tl.on_event(change(12, "Reconciling", "target_assignment", 2, members=2))
+    tl.on_event(change(20, "Stable", "reconciled", 2, members=2))
+    assert [(r["generation_from"], r["generation"]) for r in tl.rows("g")] == [(1, 2), (0, 1)]

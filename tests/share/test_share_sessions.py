@@ -29,3 +29,13 @@ def test_reopen_replaces_and_limit() -> None:
     assert replaced is first and again is not None and again.connection == "c2"
     assert s.open("g", "u2", "c3", []) == (None, None)  # SHARE_SESSION_LIMIT_REACHED
     assert s.of_connection("c2") == [again] and s.of_connection("c1") == []
+
+
+def test_listed_and_forgotten_leaves_the_session() -> None:
+    """Kafka's ShareSession.update adds the request's partitions first and removes the forgotten ones after:
+    a partition in both (acknowledgements sent while it is forgotten) ends out of the session."""
+    s = ShareSessions()
+    sess, _ = s.open("g", "u1", "c1", [("aa", 0), ("aa", 1)])
+    assert sess is not None
+    s.advance(sess, [("aa", 0), ("bb", 0)], [("aa", 0), ("bb", 0)])
+    assert list(sess.partitions) == [("aa", 1)]

@@ -76,6 +76,7 @@ const dur = (ms) => (ms === null || ms === undefined ? "…" : ms < 1000 ? `${ms
 const groupLink = (gid) => el("a", { href: `#/group/${encodeURIComponent(gid)}`, class: "group-link" }, gid);
 
 async function getJson(path) {
+  // null: no such thing (a 404, or the null a group page's soft=1 ask gets for a group that is gone)
   const resp = await fetch(path, { cache: "no-store", credentials: "same-origin" });
   if (resp.status === 404) return null;
   if (!resp.ok) throw new Error(`${resp.status} ${resp.statusText}`);
@@ -137,6 +138,9 @@ function memberLabel(m) {
   return m.group_instance_id ? `${m.client_id} (${m.group_instance_id})` : m.client_id;
 }
 
+// An owner by the client id its user chose (the member id, which the client generated, as its tooltip)
+const ownerTd = (p) => (p.owner ? `<td class="owner" title="${esc(p.owner_member_id)}">${esc(p.owner)}</td>` : td("–"));
+
 function renderGrid(g) {
   if (!g.members.length || !g.partitions.length) return el("p", { class: "muted" }, "no assignment");
   if (!g.grid) {
@@ -169,6 +173,10 @@ function renderGroup(g) {
         g.members, (m) => `<tr><td>${esc(m.member_id)}${m.leader ? ' <span class="chip">leader</span>' : ""}</td>${
           td(m.client_id)}${td(m.host)}${td(m.group_instance_id || "–")}${td(dur(m.session_timeout_ms), "num")}${
           td(m.assignment.length, "num")}</tr>`, "members-table")
+      : g.type === "share"
+      ? fastTable(["member id", "client id", "host", "rack", "member epoch", "subscribed topics", "partitions"],
+        g.members, (m) => `<tr>${td(m.member_id)}${td(m.client_id || "–")}${td(m.host || "–")}${td(m.rack_id || "–")}${
+          td(m.member_epoch, "num")}${td(m.subscription.join(", ") || "–")}${td(m.assignment.join(", ") || "–")}</tr>`, "members-table")
       : fastTable(["member id", "client id", "host", "instance id", "member epoch", "state", "partitions", "pending revocation"],
         g.members, (m) => `<tr>${td(m.member_id)}${td(m.client_id)}${td(m.host)}${td(m.group_instance_id || "–")}${
           td(m.member_epoch, "num")}${td(m.member_state || "–")}${td(m.assignment.length, "num")}${
@@ -179,14 +187,19 @@ function renderGroup(g) {
         fastTable(["topic", "partition", "start (SPSO)", "end (SPEO+1)", "log end", "not yet acknowledged", "in flight", "members"],
           g.partitions, (p) => `<tr>${td(p.topic)}${td(p.partition, "num")}${td(fmt(p.committed), "num")}${
             td(fmt(p.share_end), "num")}${td(fmt(p.log_end), "num")}${td(fmt(p.lag), "num lag")}${
-            td(Object.entries(p.in_flight || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")}${td(p.owner || "–")}</tr>`,
+            td(Object.entries(p.in_flight || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "–")}${ownerTd(p)}</tr>`,
           "offsets-table")]
       : [el("h2", {}, "Offsets and lag"),
         fastTable(["topic", "partition", "committed", "log end", "lag", "owner"], g.partitions, (p) => `<tr>${
           td(p.topic)}${td(p.partition, "num")}${td(fmt(p.committed), "num")}${td(fmt(p.log_end), "num")}${
-          td(fmt(p.lag), "num lag")}${td(p.owner || "–")}</tr>`, "offsets-table")],
+          td(fmt(p.lag), "num lag")}${ownerTd(p)}</tr>`, "offsets-table")],
     el("h2", {}, "Rebalances"),
-    table(["started", "cause", "duration", "generation", "members", "joined", "left"], g.timeline.map((r) =>
+    g.timeline.length ? null : el("p", { class: "muted", id: "timeline-note" }, g.type === "share"
+      ? "Share groups do not rebalance (KIP-932): the coordinator hands each member its new partitions on its next "
+        + "heartbeat, with no group-wide barrier, so there is no rebalance to show; the group epoch above counts "
+        + "the assignment changes."
+      : "No rebalance of this group since this server started (the timeline is kept in memory)."),
+    g.timeline.length === 0 ? null : table(["started", "cause", "duration", "generation", "members", "joined", "left"], g.timeline.map((r) =>
       el("tr", { class: r.open ? "open rebalance" : "rebalance" },
         el("td", {}, time(r.start_ms)), el("td", {}, r.cause || "?"),
         el("td", {}, el("span", { class: "bar", style: `width:${Math.max(2, (80 * (r.duration_ms || 0)) / longest)}px` }), " ", dur(r.duration_ms)),
@@ -226,7 +239,7 @@ function route() {
   const hash = location.hash.replace(/^#/, "") || "/";
   if (hash.startsWith("/group/")) {
     const gid = decodeURIComponent(hash.slice("/group/".length));
-    return { nav: "groups", api: `/ui/api/group?id=${encodeURIComponent(gid)}`, render: renderGroup, missing: `no group ${gid}` };
+    return { nav: "groups", api: `/ui/api/group?id=${encodeURIComponent(gid)}&soft=1`, render: renderGroup, missing: `no group ${gid}` };
   }
   const pages = {
     "/": ["overview", renderOverview], "/groups": ["groups", renderGroups],

@@ -25,7 +25,7 @@ class TopicImage(Protocol):
     def topic_name(self, topic_id: uuid.UUID) -> str | None: ...
 
     def topic_names(self) -> frozenset[str]:
-        """Every topic a regex subscription may resolve to (internal topics left out)."""
+        """Every topic a regex subscription may resolve to (internal ones included, as in Kafka)."""
         ...
 
 

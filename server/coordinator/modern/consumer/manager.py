@@ -48,6 +48,7 @@ from groupcoord.server.coordinator.modern.consumer.validation import (
     validate_request,
 )
 from groupcoord.server.coordinator.records import ConsumerGroupRecord
+from groupcoord.server.coordinator.registry import CONSUMER, GroupRegistry
 from groupcoord.server.coordinator.types import CancelTimer, ScheduleTimer
 
 E = ErrorCode
@@ -84,8 +85,10 @@ class ConsumerGroupManager:
     def __init__(
         self,
         ctx: OperationContext,
+        registry: GroupRegistry,
         config: ConsumerGroupConfig | None = None,
         id_factory: Callable[[], str] | None = None,
+        downgrade: Callable[[ConsumerGroup, list[str], str], bool] | None = None,
     ) -> None:
         self.ctx = ctx
         self.config = config or ConsumerGroupConfig()
@@ -99,9 +102,16 @@ class ConsumerGroupManager:
         self.journal = ConsumerJournal(ctx, self.config.assignors[0])
         # (group, member) of the classic members whose join timer is armed (Kafka's `scheduleIfAbsent`)
         self._join_armed: set[tuple[str, str]] = set()
-        #: set by the shard: given a group and the members about to be fenced, converts the group to a classic
-        #: group instead when the online downgrade applies (spec §9.2) and says whether it did
-        self.downgrade: Callable[[ConsumerGroup, list[str], str], bool] | None = None
+        #: given a group and the members about to be fenced, converts the group to a classic group instead
+        #: when the online downgrade applies (spec §9.2) and says whether it did (the shard's conversions)
+        self.downgrade = downgrade
+        registry.register(self)
+
+    group_type = CONSUMER
+    holds_offsets = True
+
+    def has(self, group_id: str) -> bool:
+        return group_id in self.groups
 
     def new_member_id(self) -> str:
         return self._new_id()
@@ -286,7 +296,12 @@ class ConsumerGroupManager:
         names = g.names_with(old_for_names, updated, resolved)
         new_hash = metadata_hash(names, topics)
         group_epoch = g.group_epoch
-        bumped = subscription_changed or resolution_changed or new_hash != g.metadata_hash
+        # Kafka 4.4's `hasPreferredServerAssignorChanged`: a change of the group's effective server assignor
+        # bumps the epoch too, so the target is recomputed with it (asked of Kafka: tests/oracle/test_fuzz.py)
+        assignor_changed = updated.server_assignor != member.server_assignor and g.preferred_assignor(
+            cfg.assignors[0]
+        ) != g.preferred_assignor_with(old_for_names, updated, cfg.assignors[0])
+        bumped = subscription_changed or resolution_changed or assignor_changed or new_hash != g.metadata_hash
         if replaced is not None:
             cause = "static_replacement"
         elif new_member:
@@ -480,6 +495,11 @@ class ConsumerGroupManager:
             g.metadata_hash = metadata_hash(g.subscribed_names(), topics)
         g.group_epoch += 1
         self.ctx.fx.record(codec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+        if not g.members:
+            # Kafka 4.4: the emptied group's assignment epoch catches up with a timestamp of zero, as a new
+            # group's, so the assignment interval (KIP-1263) does not delay the next member's first assignment
+            g.assignment_epoch, g.assignment_timestamp = g.group_epoch, 0
+            self.ctx.fx.record(codec.target_metadata(g.group_id, g.group_epoch, 0))
         self.journal.event(g, "group_epoch", reason=reason)
         self.journal.states(g, reason, True, False)
 

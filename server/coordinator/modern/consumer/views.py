@@ -51,7 +51,7 @@ def describe(g: ConsumerGroup, topics: TopicImage, default_assignor: str) -> Des
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex or None,
+                subscribed_topic_regex=m.subscribed_topic_regex or "",  # Kafka: "" when none (never null)
                 assignment=_described(current, topics),
                 target_assignment=_described(g.target.get(mid, {}), topics),
                 member_type=MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER,

@@ -145,8 +145,8 @@ class DescribedShareGroup:
     group_id: str
     error: int
     error_message: str | None = None
-    state: str = "Dead"
+    state: str = ""  # an error answer's, as Kafka 4.4's: no state, no assignor
     group_epoch: int = 0
     assignment_epoch: int = 0
-    assignor_name: str = "simple"
+    assignor_name: str = ""
     members: tuple[DescribedShareMember, ...] = ()

@@ -16,7 +16,7 @@ them asynchronously, so its first heartbeat usually returns an empty assignment;
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.server.coordinator.modern.share import journal
@@ -32,6 +32,7 @@ from groupcoord.server.coordinator.modern.share.group import (
     frozen_assignment,
 )
 from groupcoord.server.coordinator.records import ShareGroupRecord
+from groupcoord.server.coordinator.registry import SHARE, GroupRegistry
 from groupcoord.server.coordinator.types import CancelTimer, Effects, ScheduleTimer
 
 E = ErrorCode
@@ -52,13 +53,17 @@ def _metadata_hash(topics: Mapping[str, tuple[str, int]]) -> int:
 class ShareGroupManager:
     """Every share group of this coordinator."""
 
-    def __init__(self, config: ShareGroupConfig, is_other_group: Callable[[str], bool]) -> None:
+    group_type = SHARE
+    holds_offsets = False  # a share group's progress is its share partitions' start offsets (server/share)
+
+    def __init__(self, config: ShareGroupConfig, registry: GroupRegistry) -> None:
         self.config = config
         self.groups: dict[str, ShareGroup] = {}
         #: groups with `share.*` group configs: their effective config (set through `set_group_config`)
         self.group_configs: dict[str, ShareGroupConfig] = {}
-        #: whether a classic (or consumer) group owns this id: one id has exactly one type
-        self._is_other_group = is_other_group
+        #: every group type's manager: one id has exactly one type
+        self._registry = registry
+        registry.register(self)
 
     def set_group_config(self, group_id: str, group_configs: Mapping[str, str]) -> None:
         """A group's configs changed (IncrementalAlterConfigs on its GROUP resource): its session timeout and
@@ -114,7 +119,7 @@ class ShareGroupManager:
             return self._error(E.INVALID_REQUEST, "SubscribedTopicNames must be set in first request."), False
         if req.rack_id is not None and req.rack_id == "":
             return self._error(E.INVALID_REQUEST, "RackId can't be empty."), False
-        if self._is_other_group(req.group_id):
+        if self.is_other_group(req.group_id):
             return self._error(E.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a share group."), False
         g = self.groups.get(req.group_id)
         if req.member_epoch == -1:
@@ -263,8 +268,8 @@ class ShareGroupManager:
         return group_id in self.groups
 
     def is_other_group(self, group_id: str) -> bool:
-        """Whether a classic or consumer group owns this id (then it is no share group's)."""
-        return self._is_other_group(group_id)
+        """Whether a group of another type (classic, consumer) owns this id (then it is no share group's)."""
+        return self._registry.held_by_other_than(group_id, SHARE)
 
     def initialized(self, group_id: str) -> dict[str, tuple[int, ...]]:
         """The group's initialized share partitions (topic id hex -> partitions); empty for an unknown group
