@@ -1,8 +1,9 @@
 """The API keys groupcoord speaks and the version range our codec supports for each.
 
-`SUPPORTED` is what ApiVersions advertises, per API the server has a handler for. It is derived from the
-`valid=` range each message declares (protocol/messages), so widening a range means declaring the new
-version there; there is no second table to keep in step.
+`SUPPORTED` is what the codec speaks and what ApiVersions advertises, per API the server has a handler for. It
+is derived from the `valid=` range each message declares (protocol/messages), so widening a range means
+declaring the new version there; there is no second table to keep in step. The one exception is Kafka's own:
+`ADVERTISED_MIN` (Produce from v0, KAFKA-18659).
 """
 
 from __future__ import annotations
@@ -87,3 +88,16 @@ def _declared_ranges() -> dict[ApiKey, tuple[int, int]]:
 
 #: (min, max) version our codec handles, per API: derived from the message declarations, never typed here.
 SUPPORTED: dict[ApiKey, tuple[int, int]] = _declared_ranges()
+
+#: The one place ApiVersions advertises a lower minimum than the codec speaks. Kafka 4.0 removed Produce v0-2
+#: but, because librdkafka before confluentinc/librdkafka#4956 decides from Produce's minimum whether the
+#: broker takes compressed batches (it sends gzip/lz4/snappy only when v0-2 are in range), Kafka 4.x still
+#: advertises Produce from v0 (KAFKA-18659, `ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION`) and closes
+#: the connection of a request at v0-2 as any version it does not speak (the dispatcher does the same).
+ADVERTISED_MIN: dict[ApiKey, int] = {ApiKey.PRODUCE: 0}
+
+
+def advertised(key: ApiKey) -> tuple[int, int]:
+    """(min, max) that ApiVersions advertises for `key`: the codec's range, widened by `ADVERTISED_MIN`."""
+    lo, hi = SUPPORTED[key]
+    return (min(lo, ADVERTISED_MIN.get(key, lo)), hi)

@@ -1,4 +1,4 @@
-"""ApiVersions (API key 18), versions 0-4; flexible from v3.
+"""ApiVersions (API key 18), versions 0-5; flexible from v3.
 
 Declared from Kafka's `ApiVersionsRequest.json` / `ApiVersionsResponse.json`.
 
@@ -6,6 +6,8 @@ Request:
 - v0-v2: empty body.
 - v3: first flexible version; adds ClientSoftwareName and ClientSoftwareVersion.
 - v4: same layout as v3 (KAFKA-17011: SupportedFeatures.MinVersion may now be 0 in the response).
+- v5: adds ClusterId (nullable, default null) and NodeId (default -1), both ignorable (KIP-1242): the node
+  the client means to reach; a mismatch is answered REBOOTSTRAP_REQUIRED.
 
 Response:
 - v0: ErrorCode, ApiKeys[] {ApiKey, MinVersion, MaxVersion}.
@@ -14,6 +16,7 @@ Response:
 - v3: first flexible version; adds the tagged fields SupportedFeatures (tag 0), FinalizedFeaturesEpoch
   (tag 1, default -1), FinalizedFeatures (tag 2) and ZkMigrationReady (tag 3).
 - v4: same layout as v3.
+- v5: same layout as v3 (REBOOTSTRAP_REQUIRED may be returned).
 
 The response header is always v0, even for flexible versions (the client must be able to read it before it
 knows which version the broker answered with).
@@ -24,10 +27,12 @@ from __future__ import annotations
 from groupcoord.protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message, struct
 
 
-@message(18, "request", valid="0-4", flexible="3+")
+@message(18, "request", valid="0-5", flexible="3+")
 class ApiVersionsRequest:
     client_software_name: str = f(STRING, "3+", ignorable=True)
     client_software_version: str = f(STRING, "3+", ignorable=True)
+    cluster_id: str | None = f(STRING, "5+", nullable="5+", default=None, ignorable=True)
+    node_id: int = f(INT32, "5+", default=-1, ignorable=True)
 
 
 @struct
@@ -51,7 +56,7 @@ class FinalizedFeatureKey:
     min_version_level: int = f(INT16, "3+")
 
 
-@message(18, "response", valid="0-4", flexible="3+")
+@message(18, "response", valid="0-5", flexible="3+")
 class ApiVersionsResponse:
     error_code: int = f(INT16, "0+")
     api_keys: tuple[ApiVersion, ...] = f(array(ApiVersion), "0+")

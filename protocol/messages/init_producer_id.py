@@ -1,7 +1,7 @@
-"""InitProducerId (API key 22), versions 0-4; flexible from v2.
+"""InitProducerId (API key 22), versions 0-5; flexible from v2.
 
-Declared from Kafka's `InitProducerIdRequest.json` / `InitProducerIdResponse.json` (Kafka has v5 too; we
-stop at v4).
+Declared from Kafka's `InitProducerIdRequest.json` / `InitProducerIdResponse.json` (Kafka 4.4 declares v6
+(KIP-939 two-phase commit) but advertises up to v5, as we do).
 
 Request:
 - v0: TransactionalId (nullable), TransactionTimeoutMs.
@@ -10,6 +10,7 @@ Request:
 - v3: adds ProducerId and ProducerEpoch (both default -1, not ignorable) so a producer can resume after
   INVALID_PRODUCER_EPOCH.
 - v4: same as v3 (PRODUCER_FENCED may be returned).
+- v5: same as v4 (TRANSACTION_ABORTABLE may be returned, KIP-890; groupcoord never returns it here).
 
 Response (same fields in every version):
 - v0: ThrottleTimeMs, ErrorCode, ProducerId (default -1), ProducerEpoch.
@@ -17,6 +18,7 @@ Response (same fields in every version):
 - v2: first flexible version.
 - v3: same as v2.
 - v4: same as v3 (PRODUCER_FENCED may be returned).
+- v5: same as v4 (TRANSACTION_ABORTABLE may be returned, KIP-890; groupcoord never returns it here).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from groupcoord.protocol.schema import INT16, INT32, INT64, STRING, f, message
 
 
-@message(22, "request", valid="0-4", flexible="2+")
+@message(22, "request", valid="0-5", flexible="2+")
 class InitProducerIdRequest:
     transactional_id: str | None = f(STRING, "0+", nullable="0+")
     transaction_timeout_ms: int = f(INT32, "0+")
@@ -32,7 +34,7 @@ class InitProducerIdRequest:
     producer_epoch: int = f(INT16, "3+", default=-1)
 
 
-@message(22, "response", valid="0-4", flexible="2+")
+@message(22, "response", valid="0-5", flexible="2+")
 class InitProducerIdResponse:
     throttle_time_ms: int = f(INT32, "0+", ignorable=True)
     error_code: int = f(INT16, "0+")

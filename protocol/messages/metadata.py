@@ -1,4 +1,4 @@
-"""Metadata (API key 3), versions 0-12; flexible from v9.
+"""Metadata (API key 3), versions 0-13; flexible from v9.
 
 Declared from Kafka's `MetadataRequest.json` / `MetadataResponse.json`.
 
@@ -13,6 +13,7 @@ Request:
 - v10: Topics gains TopicId; Name becomes nullable (not implemented by brokers before v12).
 - v11: drops IncludeClusterAuthorizedOperations (moved to DescribeCluster, KIP-700).
 - v12: topic ids supported.
+- v13: same as v12 (the response gains a top-level ErrorCode, KIP-1102).
 
 Response:
 - v0: Brokers[] {NodeId, Host, Port}, Topics[] {ErrorCode, Name, Partitions[] {ErrorCode, PartitionIndex,
@@ -29,6 +30,7 @@ Response:
 - v10: adds Topics.TopicId.
 - v11: drops ClusterAuthorizedOperations.
 - v12: Topics.Name becomes nullable (for topics queried by id).
+- v13: adds the top-level ErrorCode (last field; Kafka 4.4 always answers 0 there, as we do).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class MetadataRequestTopic:
     name: str | None = f(STRING, "0+", nullable="10+")
 
 
-@message(3, "request", valid="0-12", flexible="9+")
+@message(3, "request", valid="0-13", flexible="9+")
 class MetadataRequest:
     topics: tuple[MetadataRequestTopic, ...] | None = f(array(MetadataRequestTopic), "0+", nullable="1+")
     allow_auto_topic_creation: bool = f(BOOL, "4+", default=True, ignorable=False)
@@ -83,7 +85,7 @@ class MetadataResponseTopic:
     topic_authorized_operations: int = f(INT32, "8+", default=-2147483648)
 
 
-@message(3, "response", valid="0-12", flexible="9+")
+@message(3, "response", valid="0-13", flexible="9+")
 class MetadataResponse:
     throttle_time_ms: int = f(INT32, "3+", ignorable=True)
     brokers: tuple[MetadataResponseBroker, ...] = f(array(MetadataResponseBroker), "0+")
@@ -91,3 +93,4 @@ class MetadataResponse:
     controller_id: int = f(INT32, "1+", default=-1, ignorable=True)
     topics: tuple[MetadataResponseTopic, ...] = f(array(MetadataResponseTopic), "0+")
     cluster_authorized_operations: int = f(INT32, "8-10", default=-2147483648)
+    error_code: int = f(INT16, "13+", default=0, ignorable=True)

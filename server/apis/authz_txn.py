@@ -20,6 +20,7 @@ InitProducerId is where an idempotent producer is let in or not.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import structlog
@@ -69,6 +70,19 @@ def has_transactional_records(req: Any) -> bool:
     return False
 
 
+def with_names(ctx: RequestContext, req: Any) -> Any:
+    """The request with each v13 topic's name filled in from its id (left empty for an unknown id), so the
+    ACL check reads names at every version."""
+    if ctx.version < 13:
+        return req
+    topics = ctx.services.topics
+    named = []
+    for t in req.topic_data:
+        info = topics.by_id(t.topic_id)
+        named.append(dataclasses.replace(t, name=info.name) if info is not None else t)
+    return dataclasses.replace(req, topic_data=tuple(named))
+
+
 def produce(handler: Handler) -> Handler:
     from groupcoord.protocol.messages import produce as pr
 
@@ -76,6 +90,7 @@ def produce(handler: Handler) -> Handler:
         return tuple(
             pr.TopicProduceResponse(
                 name=t.name,
+                topic_id=t.topic_id,
                 partition_responses=tuple(
                     pr.PartitionProduceResponse(index=p.index, error_code=code, base_offset=-1)
                     for p in t.partition_data
@@ -90,17 +105,20 @@ def produce(handler: Handler) -> Handler:
         return None
 
     def checked(ctx: RequestContext, req: Any) -> Any:
+        req = with_names(
+            ctx, req
+        )  # v13: topics by id; an unknown id is no topic to authorize (UNKNOWN_TOPIC_ID)
         if has_transactional_records(req) and (
             req.transactional_id is None or not allowed(ctx, WRITE, TRANSACTIONAL_ID, req.transactional_id)
         ):
             if req.acks == 0:
                 return closed(ctx, "produce: TRANSACTIONAL_ID_AUTHORIZATION_FAILED with acks=0")
             return pr.ProduceResponse(responses=refused(req.topic_data, TXN_ID_DENIED))
-        ok = allowed_names(ctx, WRITE, TOPIC, (t.name for t in req.topic_data))
-        denied = tuple(t for t in req.topic_data if t.name not in ok)
+        ok = allowed_names(ctx, WRITE, TOPIC, (t.name for t in req.topic_data if t.name))
+        denied = tuple(t for t in req.topic_data if t.name and t.name not in ok)
         if not denied:
             return handler(ctx, req)
-        kept = tuple(t for t in req.topic_data if t.name in ok)
+        kept = tuple(t for t in req.topic_data if not t.name or t.name in ok)
         if req.acks == 0:
             if kept:
                 handler(ctx, replace_fields(req, topic_data=kept))

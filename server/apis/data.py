@@ -1,19 +1,16 @@
-"""The data plane: Produce, Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch, DeleteTopics,
+"""The data plane: Fetch, ListOffsets, InitProducerId, OffsetForLeaderEpoch, DeleteTopics,
 CreatePartitions — enough for real consumers to consume and producers to produce (the log lives in
 `groupcoord.server.log`).
 
-Version notes:
-- Produce 3-9 (magic-2 record batches only). acks=0 gets no response at all, as in Kafka. A transactional
-  produce (TransactionalId set) is verified against the transaction coordinator right before the append: the
-  partition must be in the producer's ongoing transaction (KIP-890 part 1), else INVALID_TXN_STATE (or
-  INVALID_PRODUCER_EPOCH for an older epoch); transactional batches without a TransactionalId are refused.
+Version notes (Produce: `groupcoord.server.apis.produce`):
 - Fetch 4-12 by topic name (topic ids arrive with v13). No fetch sessions: we always answer session id 0, which
   tells clients to keep sending full fetch requests. Long-poll: wait up to max_wait_ms for min_bytes.
   IsolationLevel 1 (read_committed) reads up to the last stable offset and gets the aborted transactions of
   the range read; 0 (read_uncommitted) reads up to the high watermark.
 - ListOffsets 1-7: earliest (-2), latest (-1; the last stable offset for read_committed, v2+), max timestamp
   (-3, v7) and by timestamp.
-- InitProducerId 0-4: idempotent producers get a fresh producer id; a transactional id goes to the
+- InitProducerId 0-5 (v5 may return TRANSACTION_ABORTABLE; we never do): idempotent producers get a fresh
+  producer id; a transactional id goes to the
   transaction coordinator (epoch bump, fencing; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4).
 - OffsetForLeaderEpoch 0-4: on a single node one leader epoch (0) whose end offset is the log end; in
   cluster mode the requested epoch looked up in the partition's epoch history (Kafka's
@@ -33,12 +30,10 @@ from groupcoord.protocol.messages import fetch as fe
 from groupcoord.protocol.messages import init_producer_id as ip
 from groupcoord.protocol.messages import list_offsets as lo
 from groupcoord.protocol.messages import offset_for_leader_epoch as ol
-from groupcoord.protocol.messages import produce as pr
 from groupcoord.server.apis import authz, authz_admin, authz_txn
 from groupcoord.server.apis.declaration import Api, by_transactional_id
 from groupcoord.server.apis.topic_rules import check_partition_assignments
 from groupcoord.server.apis.txn_routing import txn_status
-from groupcoord.server.log.batch import HEADER_SIZE, parse_header
 from groupcoord.server.log.errors import LogError
 from groupcoord.server.log.manager import OffsetResult, ReadResult
 
@@ -49,82 +44,7 @@ EMPTY_PARTITION = ReadResult(ErrorCode.NONE, b"", 0, 0, 0)
 OUT_OF_RANGE = ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, b"", 0, 0, 0)
 
 
-def produce(ctx: RequestContext, req: pr.ProduceRequest) -> Reply[pr.ProduceResponse]:
-    return asyncio.ensure_future(_produce(ctx, req))
-
-
-async def _produce(ctx: RequestContext, req: pr.ProduceRequest) -> pr.ProduceResponse | None:
-    jobs: list[Any] = []
-    for t in req.topic_data:
-        for p in t.partition_data:
-            if ctx.services.topics.is_internal(t.name):
-                jobs.append(
-                    _failed(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {t.name}")
-                )
-            elif p.records is None:
-                jobs.append(_failed(ErrorCode.CORRUPT_MESSAGE, "null records"))
-            else:
-                jobs.append(_append(ctx, req.transactional_id, t.name, p.index, p.records, req.acks))
-    results = await asyncio.gather(*jobs)
-    if req.acks == 0:
-        return None
-    it = iter(results)
-    return pr.ProduceResponse(
-        responses=tuple(
-            pr.TopicProduceResponse(
-                name=t.name,
-                partition_responses=tuple(
-                    _partition_response(p.index, next(it), ctx.version) for p in t.partition_data
-                ),
-            )
-            for t in req.topic_data
-        )
-    )
-
-
-async def _append(
-    ctx: RequestContext, tid: str | None, topic: str, partition: int, records: bytes, acks: int
-) -> Any:
-    """Verify a transactional batch with the coordinator, then append, with no `await` in between: the
-    transaction cannot end (markers written) between the check and the append."""
-    header = parse_header(records) if len(records) >= HEADER_SIZE else None
-    if header is not None and header.is_transactional:
-        if tid is None:
-            return await _failed(ErrorCode.INVALID_TXN_STATE, "a transactional batch needs a TransactionalId")
-        txn = ctx.services.txn
-        pid, epoch = header.producer_id, header.producer_epoch
-        if ctx.services.routing is not None:  # cluster mode: checked under the partition's lock, durably
-            return await ctx.services.logs.append(
-                topic,
-                partition,
-                records,
-                acks,
-                verify=lambda: txn.verify_durable(tid, pid, epoch, topic, partition),
-            )
-        code = txn.verify(tid, pid, epoch, topic, partition)
-        if code != ErrorCode.NONE:
-            return await _failed(code, f"{topic}-{partition} is not in the ongoing transaction of {tid!r}")
-    return await ctx.services.logs.append(topic, partition, records, acks)
-
-
-async def _failed(code: ErrorCode, message: str) -> Any:
-    from groupcoord.server.log.manager import AppendResult
-
-    return AppendResult(code, -1, -1, error_message=message)
-
-
-def _partition_response(index: int, r: Any, version: int) -> pr.PartitionProduceResponse:
-    return pr.PartitionProduceResponse(
-        index=index,
-        error_code=r.error,
-        base_offset=r.base_offset,
-        log_append_time_ms=r.log_append_time_ms,
-        log_start_offset=r.log_start_offset,
-        error_message=r.error_message if version >= 8 else None,
-    )
-
-
-def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Reply[fe.FetchResponse]:
+def fetch(ctx: RequestContext, req: fe.FetchRequest) -> Any:
     return asyncio.ensure_future(_fetch(ctx, req))
 
 
@@ -443,7 +363,6 @@ async def _create_partitions(
 
 
 APIS = (
-    Api(key=ApiKey.PRODUCE, handler=produce, check=authz_txn.produce, txn_ids=by_transactional_id),
     Api(key=ApiKey.FETCH, handler=fetch, check=authz.fetch),
     Api(key=ApiKey.LIST_OFFSETS, handler=list_offsets, check=authz.list_offsets),
     Api(

@@ -1,8 +1,12 @@
 """ApiVersions, Metadata, FindCoordinator, CreateTopics, DeleteTopics: what a client asks before joining.
 
 Version notes:
-- ApiVersions 0-4: the table comes from `groupcoord.protocol.api.SUPPORTED`; an unsupported version is answered by the
-  dispatcher (v0, UNSUPPORTED_VERSION, our range). v3+ client software name/version must match Kafka's pattern.
+- ApiVersions 0-5: the table comes from `groupcoord.protocol.api.SUPPORTED` (Produce advertised from v0,
+  KAFKA-18659); an unsupported version is answered by the dispatcher (v0, UNSUPPORTED_VERSION, our range).
+  v3+ client software name/version must match Kafka's pattern (else INVALID_REQUEST with no ApiKeys, as
+  Kafka's `getErrorResponse`); v3+ carries the feature flags of `features.FEATURES` (below v4 without the
+  supported features whose minimum is 0, KAFKA-17492); v5 with a ClusterId that is not ours, or a NodeId
+  that is not this node's, gets REBOOTSTRAP_REQUIRED (KIP-1242: the client re-bootstraps).
 - Metadata 0-12: this node is the only broker and the controller; topic ids from v10; v0 an empty topic list
   means all topics, v1+ null means all and empty means none; auto-creation from v4 follows the request flag
   (always requested below v4) and `--auto-create-topics-enable`.
@@ -40,6 +44,7 @@ from groupcoord.protocol.messages.metadata import (
 )
 from groupcoord.server.apis import authz, authz_admin
 from groupcoord.server.apis.declaration import Api
+from groupcoord.server.apis.features import features_for, supported_for_version
 from groupcoord.server.apis.topic_rules import check_configs, check_create_assignments
 from groupcoord.server.configs.resolve import topic_entries
 from groupcoord.server.log.errors import LogError
@@ -63,8 +68,22 @@ def api_versions(ctx: RequestContext, req: ApiVersionsRequest) -> ApiVersionsRes
     if ctx.version >= 3 and not (
         _SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)
     ):
-        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=table)
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=table)
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, api_keys=())
+    cfg = ctx.services.config
+    if (
+        ctx.version >= 5
+        and req.cluster_id is not None
+        and (req.cluster_id != cfg.cluster_id or req.node_id != cfg.node_id)
+    ):
+        return ApiVersionsResponse(error_code=ErrorCode.REBOOTSTRAP_REQUIRED, api_keys=())
+    feats = features_for(frozenset(a.api_key for a in table))
+    return ApiVersionsResponse(
+        error_code=ErrorCode.NONE,
+        api_keys=table,
+        supported_features=supported_for_version(feats, ctx.version),
+        finalized_features_epoch=feats.epoch,
+        finalized_features=feats.finalized,
+    )
 
 
 def _broker(ctx: RequestContext) -> MetadataResponseBroker:

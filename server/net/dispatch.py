@@ -2,7 +2,8 @@
 
 Handlers are plain functions `handler(ctx, request) -> response` (or a future of one, for requests the
 coordinator parks). What we advertise in ApiVersions is exactly the codec's range (`groupcoord.protocol.api.SUPPORTED`)
-for each API that has a handler here.
+for each API that has a handler here, except Produce's minimum: advertised 0 as Kafka 4.x does (KAFKA-18659,
+`protocol.api.ADVERTISED_MIN`); a request at such an advertised-but-removed version closes the connection.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import structlog
 
-from groupcoord.protocol.api import SUPPORTED, ApiKey
+from groupcoord.protocol.api import SUPPORTED, ApiKey, advertised
 from groupcoord.protocol.codec import decode_request_counted, encode_response, peek
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 from groupcoord.protocol.messages import RESPONSES
@@ -200,7 +201,7 @@ class Dispatcher:
         #: the test controls
         self.fast_lanes: dict[int, tuple[FastLane, int, int]] = {}
         self.api_versions_table = tuple(
-            ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            ApiVersion(api_key=k, min_version=advertised(ApiKey(k))[0], max_version=hi)
             for k, (lo, hi) in sorted(self.ranges.items())
         )
 
@@ -235,6 +236,10 @@ class Dispatcher:
             return None
         lo, hi = self.ranges[api_key]
         if not lo <= version <= hi:
+            if 0 <= version < lo and version >= advertised(ApiKey(api_key))[0]:
+                # advertised but removed (Produce v0-2, KAFKA-18659): Kafka's SocketServer closes the connection
+                conn.close(f"version {version} of API {api_key} is advertised for old clients but not served")
+                return None
             return self.unsupported(conn, api_key, version, correlation_id, lo, hi)
         try:
             header, request, ignored = decode_request_counted(frame)

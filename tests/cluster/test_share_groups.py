@@ -74,7 +74,7 @@ async def test_cluster_nodes_offer_the_share_group_apis(server_factory, pg_url: 
     (node,) = start_nodes(server_factory, pg_url, 1, "--topic", "t:1").values()
     c = RawClient(node.host, node.port)
     try:
-        offered = {a.api_key for a in c.request(18, 3, ApiVersionsRequest()).api_keys}
+        offered = {a.api_key for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys}
     finally:
         c.close()
     assert offered >= SHARE_APIS

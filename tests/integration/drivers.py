@@ -37,6 +37,19 @@ def _setup() -> None:
         raise RuntimeError(f"tests/drivers/setup.sh failed:\n{done.stdout}\n{done.stderr}")
 
 
+def old_librdkafka_path() -> Path:
+    """The folder holding confluent-kafka 2.6.1 (librdkafka 2.6.1, before the fix of
+    confluentinc/librdkafka#4956), for a subprocess's PYTHONPATH; tests/drivers/setup.sh installs it."""
+    folder = CACHE / "ck261"
+    if not (folder / ".installed").exists():
+        done = subprocess.run(["sh", str(DRIVERS / "setup.sh")], capture_output=True, text=True, timeout=600)
+        if done.returncode != 0 or not (folder / ".installed").exists():
+            raise RuntimeError(
+                f"tests/drivers/setup.sh did not install {folder}:\n{done.stdout}\n{done.stderr}"
+            )
+    return folder
+
+
 def java_classpath() -> str:
     """The jars plus the compiled drivers. Skips when no JDK is installed (Java 17 is on every dev machine)."""
     if shutil.which("javac") is None or shutil.which("java") is None:

@@ -36,7 +36,6 @@ from groupcoord.protocol.messages.heartbeat import HeartbeatRequest
 from groupcoord.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from groupcoord.protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from groupcoord.protocol.messages.list_groups import ListGroupsRequest
-from groupcoord.protocol.messages.metadata import MetadataRequest
 from groupcoord.protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -221,7 +220,6 @@ CLOSING_INPUTS: dict[str, Callable[[], bytes]] = {
     "unknown_api_999": lambda: with_api_key(raw_request(18, 0, ApiVersionsRequest()), 999),
     # unsupported versions of APIs whose response has no top-level error code at the nearest version we speak:
     # an empty answer would read as success (no brokers, no records, nothing committed), so the server closes
-    "metadata_v13": lambda: with_version(raw_request(3, 12, MetadataRequest(topics=None)), 13),
     "fetch_v3": lambda: with_version(raw_request(1, 4, FetchRequest()), 3),
     "offset_commit_v10_for_the_group": lambda: with_version(raw_request(8, 9, commit_for_the_group()), 10),
 }
@@ -406,10 +404,10 @@ async def test_api_versions_v99_gets_a_v0_answer_with_our_range(server_factory) 
 
         resp, retried, groups = await asyncio.to_thread(exchange)
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]
+        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 5)]
         assert retried.error_code == 0
         ours = {k.api_key: (k.min_version, k.max_version) for k in retried.api_keys}
-        assert ours[18] == (0, 4) and ours[11] == (0, 9)
+        assert ours[18] == (0, 5) and ours[11] == (0, 9)
         assert [g.group_id for g in groups.groups] == [GROUP]
         await check_unaffected(steady, before, events)
 

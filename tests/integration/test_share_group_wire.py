@@ -28,7 +28,7 @@ def test_heartbeat_describe_leave_and_restart(server_factory) -> None:  # type: 
     srv = server_factory("--topic", "t:3")
     c = RawClient(srv.host, srv.port)
     versions = {
-        a.api_key: (a.min_version, a.max_version) for a in c.request(18, 3, ApiVersionsRequest()).api_keys
+        a.api_key: (a.min_version, a.max_version) for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
     }
     assert versions[76] == (1, 1) and versions[77] == (1, 1)
     tid = topic_id(c, "t")
@@ -72,7 +72,7 @@ def test_heartbeat_describe_leave_and_restart(server_factory) -> None:  # type: 
 def test_disabled_share_groups_are_not_advertised(server_factory) -> None:  # type: ignore[no-untyped-def]
     srv = server_factory("--group-share-enable", "false")
     c = RawClient(srv.host, srv.port)
-    keys = {a.api_key for a in c.request(18, 3, ApiVersionsRequest()).api_keys}
+    keys = {a.api_key for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys}
     assert not keys & {76, 77, 78, 79}
     # an API the server does not offer closes the connection (logged; docs/differences.md)
     with pytest.raises(ConnectionError):

@@ -3,8 +3,10 @@ library here implements (KIP-932's share APIs are in neither kafka-python 3.0 no
 
 It walks the JSON (not our declarations) field by field and writes Kafka's flexible encoding: compact strings,
 bytes and arrays (unsigned varint length + 1, 0 for null), nullable structs behind an int8 marker (-1 null,
-1 present), and an empty tagged-field section after every struct. Only what those definitions use is
-supported; anything else raises, so a new definition cannot pass by accident.
+1 present), and a tagged-field section after every struct: the tagged fields of the version whose value is
+not the JSON's default, in tag order, each as tag, size and the field's bytes (Kafka's generated
+`write`). Only what those definitions use is supported; anything else raises, so a new definition cannot pass
+by accident.
 """
 
 from __future__ import annotations
@@ -53,41 +55,80 @@ def _value(typ: str, value: Any, nullable: bool) -> bytes:
     raise ValueError(f"type {typ} is not supported by the JSON oracle")
 
 
-def _fields(fields: list[dict[str, Any]], obj: Any, version: int) -> bytes:
-    out = bytearray()
+def _json_default(fd: dict[str, Any]) -> Any:
+    """The field's default as Kafka's JSON states it (or the type's zero)."""
+    typ: str = fd["type"]
+    raw = fd.get("default")
+    if typ.startswith("[]"):
+        return ()
+    if raw == "null":
+        return None
+    if typ in _INTS:
+        return int(raw, 0) if isinstance(raw, str) else int(raw or 0)
+    if typ == "bool":
+        return raw in (True, "true")
+    if typ == "string":
+        return raw or ""
+    if typ == "uuid":
+        return uuid.UUID(int=0)
+    return raw
+
+
+def _is_default(fd: dict[str, Any], value: Any, version: int) -> bool:
+    if "fields" in fd and not fd["type"].startswith("[]"):
+        return value is not None and all(
+            _is_default(sub, getattr(value, snake(sub["name"])), version)
+            for sub in fd["fields"]
+            if _in(sub["versions"], version)
+        )
+    default = _json_default(fd)
+    return value == default or (isinstance(default, tuple) and not value)
+
+
+def _field(fd: dict[str, Any], value: Any, version: int) -> bytes:
+    nullable = _in(fd.get("nullableVersions"), version)
+    typ: str = fd["type"]
+    if typ.startswith("[]"):
+        if value is None:
+            return _value(typ, None, nullable)  # raises unless Kafka allows null here
+        out = bytearray(_uvarint(len(value) + 1))
+        for item in value:
+            out += (
+                _struct_bytes(fd["fields"], item, version) if "fields" in fd else _value(typ[2:], item, False)
+            )
+        return bytes(out)
+    if "fields" in fd:
+        out = bytearray()
+        if nullable:
+            out += b"\xff" if value is None else b"\x01"
+        if value is not None:
+            out += _struct_bytes(fd["fields"], value, version)
+        return bytes(out)
+    return _value(typ, value, nullable)
+
+
+def _fields(fields: list[dict[str, Any]], obj: Any, version: int) -> tuple[bytes, list[tuple[int, bytes]]]:
+    out, tagged = bytearray(), []
     for fd in fields:
         if not _in(fd["versions"], version):
             continue
-        if "tag" in fd:
-            raise ValueError("tagged fields are not supported by the JSON oracle")
         value = getattr(obj, snake(fd["name"]))
-        nullable = _in(fd.get("nullableVersions"), version)
-        typ: str = fd["type"]
-        if typ.startswith("[]"):
-            if value is None:
-                out += _value(typ, None, nullable)  # raises unless Kafka allows null here
-                continue
-            out += _uvarint(len(value) + 1)
-            for item in value:
-                out += (
-                    _struct_bytes(fd["fields"], item, version)
-                    if "fields" in fd
-                    else _value(typ[2:], item, False)
-                )
-        elif "fields" in fd:
-            if nullable:
-                out += b"\xff" if value is None else b"\x01"
-            if value is not None:
-                out += _struct_bytes(fd["fields"], value, version)
-        else:
-            out += _value(typ, value, nullable)
-    return bytes(out)
+        if "tag" in fd:
+            if _in(fd.get("taggedVersions"), version) and not _is_default(fd, value, version):
+                tagged.append((int(fd["tag"]), _field(fd, value, version)))
+            continue
+        out += _field(fd, value, version)
+    return bytes(out), tagged
 
 
 def _struct_bytes(fields: list[dict[str, Any]], obj: Any, version: int) -> bytes:
     if getattr(obj, "unknown_tags", ()):
         raise ValueError("unknown tagged fields are not supported by the JSON oracle")
-    return _fields(fields, obj, version) + b"\x00"  # no tagged fields
+    body, tagged = _fields(fields, obj, version)
+    section = bytearray(_uvarint(len(tagged)))
+    for tag, data in sorted(tagged):
+        section += _uvarint(tag) + _uvarint(len(data)) + data
+    return body + bytes(section)
 
 
 def json_versions(cls: type) -> list[int]:

@@ -22,12 +22,13 @@ _OURS = Path(__file__).parent / "kafka_json"
 
 
 def load_kafka_json(name: str) -> dict[str, Any]:
-    """Kafka's JSON definition `name` (e.g. "JoinGroupRequest") as bundled with kafka-python, else from
-    `kafka_json/` beside this file (Kafka 4.3's definitions of APIs kafka-python does not bundle, such as
-    ConsumerGroupHeartbeat and ConsumerGroupDescribe; Apache-2.0, headers kept)."""
+    """Kafka's JSON definition `name` (e.g. "JoinGroupRequest") from `kafka_json/` beside this file when it
+    is there (Kafka 4.3's definitions of APIs kafka-python does not bundle, such as ConsumerGroupHeartbeat
+    and ConsumerGroupDescribe, and Kafka 4.4's of the APIs whose 4.4 versions we declare; Apache-2.0, headers
+    kept), else as bundled with kafka-python."""
     bundled = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json")
     local = Path(__file__).parent / "kafka_json" / f"{name}.json"
-    text = bundled.read_text() if bundled.is_file() else local.read_text()
+    text = local.read_text() if local.is_file() else bundled.read_text()
     definition = json.loads(_COMMENTS.sub("", text))
     common = {c["name"]: c["fields"] for c in definition.get("commonStructs", [])}
     if common:

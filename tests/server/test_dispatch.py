@@ -80,7 +80,7 @@ def test_api_versions_above_our_range_gets_v0_unsupported_version_with_our_range
     corr, resp = decode_response(out[4:], 18, 0)
     assert corr == 3
     assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION  # type: ignore[attr-defined]
-    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]  # type: ignore[attr-defined]
+    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 5)]  # type: ignore[attr-defined]
 
 
 def test_unknown_api_key_closes_only_that_connection() -> None:
