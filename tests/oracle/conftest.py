@@ -28,7 +28,7 @@ NAMED = {
         "share partitions assigned at once (Kafka: after the share coordinator initialises them)"
     ],
     "test_offsets_admin.py::test_offsets_admin_same_as_kafka[api_versions]": [
-        "OffsetCommit/OffsetFetch minimum versions, DeleteGroups and TxnOffsetCommit maximum (surface, issue 37)"
+        "OffsetCommit/OffsetFetch minimum versions, TxnOffsetCommit maximum (issue 37)"
     ],
     "test_share_fetch.py": [
         "a record near the delivery limit acquired alone from its 4th delivery (Kafka: 5th)"

@@ -144,7 +144,6 @@ GROUP_APIS = (8, 9, 10, 11, 12, 13, 14, 15, 16, 28, 42, 47, 68, 69, 76, 77, 78, 
 KNOWN_RANGE_DIFFERENCES = {
     8: "OffsetCommit min 0 (Kafka 2)",
     9: "OffsetFetch min 0 (Kafka 1)",
-    42: "DeleteGroups max 2 (Kafka 3)",
     28: "TxnOffsetCommit max 5 (Kafka 6)",
 }
 SAME_RANGES = tuple(k for k in GROUP_APIS if k not in KNOWN_RANGE_DIFFERENCES)
