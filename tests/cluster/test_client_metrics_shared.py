@@ -50,7 +50,11 @@ async def test_subscriptions_set_at_one_node_are_seen_at_every_node(server_facto
         lambda v: v == ("a.,b.,c.", SUBSCRIBED),
     )
     two.restart()
-    assert values(ask(two, lambda c: describe(c, "cm1")))["interval.ms"] == ("1000", SUBSCRIBED)
+    await until(  # a restarted node adopts the cluster's configs at its first tick, not before it listens
+        "the restarted node reads the cluster's subscription",
+        lambda: values(ask(two, lambda c: describe(c, "cm1")))["interval.ms"],
+        lambda v: v == ("1000", SUBSCRIBED),
+    )
     assert (
         ask(
             two, lambda c: alter(c, "cm1", ("interval.ms", DELETE, None), ("metrics", DELETE, None))

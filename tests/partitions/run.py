@@ -74,6 +74,10 @@ def schedule(seed: int, duration: float, ttl_s: float) -> list[Fault]:
         t += length + rng.uniform(0.5, 1.5) * ttl_s
 
 
+class NodeExited(RuntimeError):
+    """A node's process ended while it was awaited."""
+
+
 class Cluster:
     """The processes of a run and the network between them; `close()` always leaves nothing behind."""
 
@@ -93,8 +97,22 @@ class Cluster:
         for k in NODES:
             self.nodes[k] = self._node(k)
         for k in NODES:
-            self._wait_listening(k)
+            self._start_node(k)
         return self
+
+    def _start_node(self, k: int, tries: int = 3) -> None:
+        """Wait for node k to listen. On a loaded machine its first connection to PostgreSQL across the bridge
+        can time out before any fault is injected (the node then exits saying it cannot open the state store);
+        that is start-up, not the faults under test, so it is started again, at most `tries` times."""
+        for attempt in range(1, tries + 1):
+            try:
+                self._wait_listening(k)
+                return
+            except NodeExited:
+                if attempt == tries:
+                    raise
+                print(f"node {k} exited during start-up (attempt {attempt}); starting it again", flush=True)
+                self.nodes[k] = self._node(k)
 
     def _node(self, k: int) -> subprocess.Popen[bytes]:
         ip = self.net.ips[f"n{k}"]
@@ -116,7 +134,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.nodes[k].poll() is not None:
-                raise RuntimeError(f"node {k} exited:\n{self.log(k)[-4000:]}")
+                raise NodeExited(f"node {k} exited:\n{self.log(k)[-4000:]}")
             try:
                 with socket.create_connection((self.net.ips[f"n{k}"], 9092), timeout=0.5):
                     return
