@@ -81,7 +81,9 @@ def features_for(served: frozenset[int]) -> Features:
         level = max(level, f.min_level)
         supported.append(SupportedFeatureKey(name=f.name, min_version=f.min_level, max_version=level))
         if level > 0:
-            finalized.append(FinalizedFeatureKey(name=f.name, max_version_level=level, min_version_level=level))
+            finalized.append(
+                FinalizedFeatureKey(name=f.name, max_version_level=level, min_version_level=level)
+            )
     return Features(tuple(supported), tuple(finalized), sum(k.max_version_level for k in finalized))
 
 

@@ -46,7 +46,8 @@ def test_versions_join_describe_list(server_factory) -> None:  # type: ignore[no
     c = RawClient(srv.host, srv.port)
     try:
         versions = {
-            a.api_key: (a.min_version, a.max_version) for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
+            a.api_key: (a.min_version, a.max_version)
+            for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
         }
         assert versions[68] == (0, 1) and versions[69] == (0, 1)
         foo = topic_id(c, "cgfoo")

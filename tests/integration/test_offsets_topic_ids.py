@@ -54,7 +54,10 @@ def test_advertised_versions(server_factory) -> None:  # type: ignore[no-untyped
     srv = server_factory(*FLAGS)
     c = RawClient(srv.host, srv.port)
     try:
-        got = {a.api_key: a.max_version for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys}
+        got = {
+            a.api_key: a.max_version
+            for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
+        }
         assert (got[ApiKey.OFFSET_COMMIT], got[ApiKey.OFFSET_FETCH], got[ApiKey.DESCRIBE_GROUPS]) == (
             10,
             10,

@@ -28,7 +28,8 @@ def test_heartbeat_describe_leave_and_restart(server_factory) -> None:  # type: 
     srv = server_factory("--topic", "t:3")
     c = RawClient(srv.host, srv.port)
     versions = {
-        a.api_key: (a.min_version, a.max_version) for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
+        a.api_key: (a.min_version, a.max_version)
+        for a in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
     }
     assert versions[76] == (1, 1) and versions[77] == (1, 1)
     tid = topic_id(c, "t")

@@ -111,7 +111,8 @@ def test_describe_alter_delete_share_group_offsets(server_factory) -> None:  # t
     produce(srv.bootstrap, 20)
     c = RawClient(srv.host, srv.port)
     versions = {
-        k.api_key: (k.min_version, k.max_version) for k in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
+        k.api_key: (k.min_version, k.max_version)
+        for k in c.request(18, 3, ApiVersionsRequest("groupcoord-test", "1")).api_keys
     }
     assert versions[90] == (0, 1) and versions[91] == (0, 0) and versions[92] == (0, 0)
     tid = topic_id(c)
